@@ -1,0 +1,390 @@
+//! `BatchStore`: a fixed-capacity, append-only array of Arrow record batches.
+//!
+//! One writer appends (callers serialise appends under the writer's state lock; an internal
+//! mutex makes a second concurrent appender wait rather than corrupt anything), and any number
+//! of readers read without locks. Capacity is fixed at creation, so nothing is ever
+//! reallocated: the MemTable freezes when its store is full.
+//!
+//! # Field rules
+//! - `slots[i]` is written once, by the appender, before `committed_len` covers `i`; it is never
+//!   changed or removed until the store is dropped.
+//! - `committed_len` is set by the appender with `Release` and loaded by readers with `Acquire`;
+//!   it never decreases, and a multi-batch append publishes all its batches at once (readers see
+//!   none or all of them).
+//! - `wal_appended_len` (batches `[0, n)` are inside persisted WAL entries) and
+//!   `last_wal_position` (the highest WAL position holding any batch of this store) are written
+//!   only by the WAL flush handler (or by replay before the writer is shared), never decrease,
+//!   and `wal_appended_len <= committed_len` always.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use arrow_array::{Array, RecordBatch};
+
+/// A half-open range `[start, end)` of 0-based batch positions **within one generation's
+/// BatchStore**. Never compare it with a range of another generation (see the seed report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BatchRange {
+    /// First position (inclusive).
+    pub start: usize,
+    /// One past the last position.
+    pub end: usize,
+}
+
+impl BatchRange {
+    /// Number of batches in the range.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True if the range holds no batch.
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+}
+
+/// One batch in a store, with its cumulative offsets.
+#[derive(Debug, Clone)]
+pub struct StoredBatch {
+    /// The batch, with the shard's schema.
+    pub batch: RecordBatch,
+    /// Rows in all earlier batches of this store.
+    pub rows_before: u64,
+    /// Estimated bytes of all earlier batches of this store.
+    pub bytes_before: u64,
+    /// This batch's estimated in-memory size (slice-aware).
+    pub estimated_bytes: u64,
+}
+
+/// The append would exceed the store's capacity; nothing was appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreFull {
+    /// Batches the append needed.
+    pub needed: usize,
+    /// Free slots left.
+    pub remaining: usize,
+}
+
+/// Estimated memory of a batch, counting only the window of each buffer a slice holds (so a
+/// zero-copy slice of a large batch does not trip the size trigger early).
+pub fn estimated_batch_bytes(batch: &RecordBatch) -> u64 {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size()) as u64
+        })
+        .sum()
+}
+
+/// See the module docs.
+pub struct BatchStore {
+    slots: Box<[OnceLock<StoredBatch>]>,
+    committed_len: AtomicUsize,
+    append_lock: Mutex<()>,
+    wal_appended_len: AtomicUsize,
+    last_wal_position: AtomicU64,
+}
+
+impl std::fmt::Debug for BatchStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchStore")
+            .field("capacity", &self.capacity())
+            .field("len", &self.len())
+            .field("wal_appended_len", &self.wal_appended_len())
+            .finish()
+    }
+}
+
+impl BatchStore {
+    /// A store with room for `capacity` batches.
+    ///
+    /// # Panics
+    /// If `capacity` is 0 (configuration validation rejects that earlier).
+    pub fn new(capacity: usize) -> Self {
+        assert!(capacity > 0, "BatchStore capacity must be positive");
+        BatchStore {
+            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
+            committed_len: AtomicUsize::new(0),
+            append_lock: Mutex::new(()),
+            wal_appended_len: AtomicUsize::new(0),
+            last_wal_position: AtomicU64::new(0),
+        }
+    }
+
+    /// Maximum number of batches.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Number of committed batches (what readers may see).
+    pub fn len(&self) -> usize {
+        self.committed_len.load(Ordering::Acquire)
+    }
+
+    /// True if no batch is committed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Free slots.
+    pub fn remaining(&self) -> usize {
+        self.capacity() - self.len()
+    }
+
+    /// True when no slot is free.
+    pub fn is_full(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Appends `batches` atomically: all of them become visible at once, or none is appended.
+    /// An empty list is a no-op returning an empty range at the current end.
+    pub fn append(&self, batches: &[RecordBatch]) -> Result<BatchRange, StoreFull> {
+        let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let start = self.committed_len.load(Ordering::Acquire);
+        let remaining = self.capacity() - start;
+        if batches.len() > remaining {
+            return Err(StoreFull {
+                needed: batches.len(),
+                remaining,
+            });
+        }
+        let (mut rows, mut bytes) = match start.checked_sub(1).and_then(|i| self.slots[i].get()) {
+            Some(prev) => (
+                prev.rows_before + prev.batch.num_rows() as u64,
+                prev.bytes_before + prev.estimated_bytes,
+            ),
+            None => (0, 0),
+        };
+        for (i, batch) in batches.iter().enumerate() {
+            let estimated_bytes = estimated_batch_bytes(batch);
+            let stored = StoredBatch {
+                batch: batch.clone(),
+                rows_before: rows,
+                bytes_before: bytes,
+                estimated_bytes,
+            };
+            rows += batch.num_rows() as u64;
+            bytes += estimated_bytes;
+            if self.slots[start + i].set(stored).is_err() {
+                unreachable!("BatchStore slot {} written twice", start + i);
+            }
+        }
+        let end = start + batches.len();
+        self.committed_len.store(end, Ordering::Release);
+        Ok(BatchRange { start, end })
+    }
+
+    /// The batch at `position`, if committed.
+    pub fn get(&self, position: usize) -> Option<&StoredBatch> {
+        if position < self.len() {
+            self.slots[position].get()
+        } else {
+            None
+        }
+    }
+
+    /// Clones of the batches in `range` (which must be committed).
+    pub fn batches(&self, range: BatchRange) -> Vec<RecordBatch> {
+        (range.start..range.end)
+            .filter_map(|i| self.get(i).map(|s| s.batch.clone()))
+            .collect()
+    }
+
+    /// Rows in the first `n` committed batches.
+    pub fn rows_before(&self, n: usize) -> u64 {
+        match n.checked_sub(1).and_then(|i| self.get(i)) {
+            Some(s) => s.rows_before + s.batch.num_rows() as u64,
+            None => 0,
+        }
+    }
+
+    /// Estimated bytes of the first `n` committed batches.
+    pub fn bytes_before(&self, n: usize) -> u64 {
+        match n.checked_sub(1).and_then(|i| self.get(i)) {
+            Some(s) => s.bytes_before + s.estimated_bytes,
+            None => 0,
+        }
+    }
+
+    /// Rows in all committed batches.
+    pub fn total_rows(&self) -> u64 {
+        self.rows_before(self.len())
+    }
+
+    /// Estimated bytes of all committed batches.
+    pub fn estimated_bytes(&self) -> u64 {
+        self.bytes_before(self.len())
+    }
+
+    /// Batches `[0, n)` are inside persisted WAL entries.
+    pub fn wal_appended_len(&self) -> usize {
+        self.wal_appended_len.load(Ordering::Acquire)
+    }
+
+    /// The highest WAL position holding any batch of this store; 0 if none.
+    pub fn last_wal_position(&self) -> u64 {
+        self.last_wal_position.load(Ordering::Acquire)
+    }
+
+    /// The committed batches not yet in the WAL.
+    pub fn pending_wal_range(&self) -> BatchRange {
+        BatchRange {
+            start: self.wal_appended_len(),
+            end: self.len(),
+        }
+    }
+
+    /// Records that batches `[0, end)` are persisted, the last of them in WAL entry `position`.
+    /// Only the WAL flush handler (or replay, before the writer is shared) calls this.
+    pub(crate) fn mark_wal_appended(&self, end: usize, position: u64) {
+        debug_assert!(end <= self.len(), "WAL-appended past the committed length");
+        debug_assert!(
+            end >= self.wal_appended_len(),
+            "WAL progress went backwards"
+        );
+        self.last_wal_position.fetch_max(position, Ordering::AcqRel);
+        self.wal_appended_len.fetch_max(end, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int32Array;
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn batch(rows: usize) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+        RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int32Array::from_iter_values(0..rows as i32))],
+        )
+        .unwrap()
+    }
+
+    // Reference §8.4 scenario 68.
+    #[test]
+    fn new_store_is_empty() {
+        let s = BatchStore::new(10);
+        assert_eq!((s.capacity(), s.len(), s.remaining()), (10, 0, 10));
+        assert!(s.is_empty() && !s.is_full());
+    }
+
+    // Reference §8.4 scenarios 69, 70, 72.
+    #[test]
+    fn appends_assign_sequential_positions_and_cumulative_offsets() {
+        let s = BatchStore::new(10);
+        let r = s.append(&[batch(100)]).unwrap();
+        assert_eq!(r, BatchRange { start: 0, end: 1 });
+        assert_eq!(s.total_rows(), 100);
+        let s = BatchStore::new(10);
+        for (i, rows) in [10, 20, 30, 40, 50].into_iter().enumerate() {
+            assert_eq!(s.append(&[batch(rows)]).unwrap().start, i);
+        }
+        let offsets: Vec<u64> = (0..5).map(|i| s.get(i).unwrap().rows_before).collect();
+        assert_eq!(offsets, vec![0, 10, 30, 60, 100]);
+        assert_eq!(s.total_rows(), 150);
+        assert_eq!(s.get(1).unwrap().batch.num_rows(), 20);
+        assert!(s.get(5).is_none() && s.get(100).is_none());
+    }
+
+    // Reference §8.4 scenarios 71, 82.
+    #[test]
+    fn full_store_rejects_without_partial_append() {
+        let s = BatchStore::new(3);
+        for _ in 0..3 {
+            s.append(&[batch(1)]).unwrap();
+        }
+        assert!(s.is_full());
+        assert_eq!(
+            s.append(&[batch(1)]).unwrap_err(),
+            StoreFull {
+                needed: 1,
+                remaining: 0
+            }
+        );
+        let s = BatchStore::new(3);
+        s.append(&[batch(1), batch(1)]).unwrap();
+        assert!(s.append(&[batch(1), batch(1)]).is_err());
+        assert_eq!(s.len(), 2);
+        let r = s.append(&[]).unwrap();
+        assert!(r.is_empty());
+        assert_eq!(s.len(), 2);
+    }
+
+    // Reference §8.4 scenario 82.
+    #[test]
+    fn multi_batch_append_is_one_range() {
+        let s = BatchStore::new(8);
+        let r = s
+            .append(&[batch(10), batch(20), batch(30), batch(40), batch(50)])
+            .unwrap();
+        assert_eq!(r, BatchRange { start: 0, end: 5 });
+        assert_eq!(s.rows_before(3), 60);
+        assert_eq!(s.batches(BatchRange { start: 1, end: 3 }).len(), 2);
+    }
+
+    // Reference §8.4 scenario 78: slices are counted by their window.
+    #[test]
+    fn size_estimate_is_slice_aware() {
+        let big = batch(100_000);
+        let full = estimated_batch_bytes(&big);
+        assert!(full >= 400_000);
+        let slices: u64 = (0..100)
+            .map(|i| estimated_batch_bytes(&big.slice(i * 1000, 1000)))
+            .sum();
+        assert!(
+            slices >= 400_000 && slices <= full + 100 * 64,
+            "{slices} vs {full}"
+        );
+        let naive: u64 = (0..100)
+            .map(|i| big.slice(i * 1000, 1000).get_array_memory_size() as u64)
+            .sum();
+        assert!(naive >= 10 * slices);
+    }
+
+    // Reference §8.4 scenarios 81, 83: readers never see a torn append.
+    #[test]
+    fn concurrent_readers_see_whole_appends() {
+        let s = Arc::new(BatchStore::new(200));
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let n = s.len();
+                        assert_eq!(n % 2, 0, "saw half of a two-batch append");
+                        for i in 0..n {
+                            assert_eq!(s.get(i).unwrap().batch.num_rows(), 3);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..100 {
+            s.append(&[batch(3), batch(3)]).unwrap();
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(s.len(), 200);
+    }
+
+    // Reference §8.4 scenario 84.
+    #[test]
+    fn wal_progress_tracks_the_pending_range() {
+        let s = BatchStore::new(10);
+        s.append(&[batch(1), batch(2), batch(3)]).unwrap();
+        assert_eq!(s.pending_wal_range(), BatchRange { start: 0, end: 3 });
+        s.mark_wal_appended(2, 7);
+        assert_eq!(s.pending_wal_range(), BatchRange { start: 2, end: 3 });
+        assert_eq!(s.last_wal_position(), 7);
+        s.mark_wal_appended(3, 9);
+        assert!(s.pending_wal_range().is_empty());
+        assert_eq!(s.last_wal_position(), 9);
+    }
+}

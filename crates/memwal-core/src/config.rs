@@ -1,0 +1,229 @@
+//! Writer configuration, with Lance MemWAL's defaults (reference §7).
+//!
+//! Index-related options of Lance (`sync_indexed_write`, HNSW, async index buffering) are
+//! dropped: memwal maintains no indexes. Every field states its unit, default and trade-off.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+/// Upper bound on `max_memtable_batches`: the BatchStore pre-allocates this many slots.
+pub const MAX_MEMTABLE_BATCHES_LIMIT: usize = 1 << 24;
+/// Upper bound on `max_wal_persist_retries`.
+pub const MAX_WAL_PERSIST_RETRIES_LIMIT: u32 = 64;
+/// Upper bound on `wal_persist_retry_base_delay_ms` (one minute).
+pub const MAX_RETRY_BASE_DELAY_MS: u64 = 60_000;
+/// Upper bound on `max_wal_flush_interval_ms` (one day).
+pub const MAX_WAL_FLUSH_INTERVAL_MS: u64 = 86_400_000;
+/// Cap on a single retry backoff sleep (reference §3.2: 5 s).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// How a [`crate::ShardWriter`] behaves. Build with `WriterConfig::default()` and override
+/// fields; [`WriterConfig::validate`] runs on open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriterConfig {
+    /// The shard to write. Default: a new random UUID v4 (a fresh shard).
+    pub shard_id: Option<Uuid>,
+    /// Durable mode. `true` (default): `put` resolves only after the WAL entry covering its
+    /// rows is persisted (about one object PUT of latency, shared by concurrent puts).
+    /// `false`: `put` resolves after the in-memory insert; the WAL is written by the ticker,
+    /// the size trigger, `flush()` and `close()`, and a crash can lose what was not yet written.
+    pub durable_write: bool,
+    /// `true` (default): MemTable mode (readable rows, Parquet generations, replay).
+    /// `false`: WAL-only mode (reference §6): puts only go to the WAL.
+    pub enable_memtable: bool,
+    /// Size trigger, in bytes of not-yet-WAL-appended data of the active MemTable (or the
+    /// WAL-only queue): crossing a multiple of it queues a WAL append. 0 disables it.
+    /// Default 10 MiB. Smaller = smaller, more frequent WAL entries (more PUTs).
+    pub max_wal_buffer_size: u64,
+    /// Background ticker period in milliseconds; each tick appends whatever is pending, oldest
+    /// MemTable first. `None` disables the ticker. Default 100 ms. Only matters for
+    /// non-durable puts: it bounds how long an acknowledged non-durable row stays memory-only.
+    pub max_wal_flush_interval_ms: Option<u64>,
+    /// Retries of a failing WAL PUT at the same position before the writer fences itself with
+    /// `PersistenceFailure`. Default 3 (so 4 attempts). 0 = fail on the first error.
+    pub max_wal_persist_retries: u32,
+    /// Base of the exponential retry backoff in milliseconds (doubles per retry, capped at
+    /// 5 s). Default 50 ms.
+    pub wal_persist_retry_base_delay_ms: u64,
+    /// Freeze the active MemTable when its estimated size reaches this many bytes.
+    /// Default 256 MiB. Larger = fewer, bigger generation files and longer replays.
+    pub max_memtable_size: u64,
+    /// BatchStore capacity: freeze when the active MemTable holds this many batches.
+    /// Default 8000. A single put may not carry more batches than this.
+    pub max_memtable_batches: usize,
+    /// Backpressure: while active + frozen MemTables hold more than this many bytes, `put`
+    /// waits (never fails) for generation flushes to catch up. Default 1 GiB.
+    pub max_unflushed_memtable_bytes: u64,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            shard_id: None,
+            durable_write: true,
+            enable_memtable: true,
+            max_wal_buffer_size: 10 * 1024 * 1024,
+            max_wal_flush_interval_ms: Some(100),
+            max_wal_persist_retries: 3,
+            wal_persist_retry_base_delay_ms: 50,
+            max_memtable_size: 256 * 1024 * 1024,
+            max_memtable_batches: 8000,
+            max_unflushed_memtable_bytes: 1024 * 1024 * 1024,
+        }
+    }
+}
+
+impl WriterConfig {
+    /// Checks every value; the error names the option, the bad value and the allowed range.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_memtable_batches == 0 || self.max_memtable_batches > MAX_MEMTABLE_BATCHES_LIMIT
+        {
+            return Err(Error::invalid(format!(
+                "invalid config: max_memtable_batches must be between 1 and {MAX_MEMTABLE_BATCHES_LIMIT}, got {}",
+                self.max_memtable_batches
+            )));
+        }
+        if self.max_memtable_size == 0 {
+            return Err(Error::invalid(
+                "invalid config: max_memtable_size must be at least 1 byte, got 0",
+            ));
+        }
+        if self.max_unflushed_memtable_bytes == 0 {
+            return Err(Error::invalid(
+                "invalid config: max_unflushed_memtable_bytes must be at least 1 byte, got 0",
+            ));
+        }
+        if let Some(ms) = self.max_wal_flush_interval_ms
+            && (ms == 0 || ms > MAX_WAL_FLUSH_INTERVAL_MS)
+        {
+            return Err(Error::invalid(format!(
+                "invalid config: max_wal_flush_interval_ms must be between 1 and {MAX_WAL_FLUSH_INTERVAL_MS} (or null to disable the ticker), got {ms}"
+            )));
+        }
+        if self.max_wal_persist_retries > MAX_WAL_PERSIST_RETRIES_LIMIT {
+            return Err(Error::invalid(format!(
+                "invalid config: max_wal_persist_retries must be between 0 and {MAX_WAL_PERSIST_RETRIES_LIMIT}, got {}",
+                self.max_wal_persist_retries
+            )));
+        }
+        if self.wal_persist_retry_base_delay_ms > MAX_RETRY_BASE_DELAY_MS {
+            return Err(Error::invalid(format!(
+                "invalid config: wal_persist_retry_base_delay_ms must be between 0 and {MAX_RETRY_BASE_DELAY_MS}, got {}",
+                self.wal_persist_retry_base_delay_ms
+            )));
+        }
+        Ok(())
+    }
+
+    /// The retry policy for WAL and generation writes.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_wal_persist_retries,
+            base_delay: Duration::from_millis(self.wal_persist_retry_base_delay_ms),
+        }
+    }
+}
+
+/// Exponential backoff at one slot: `base × 2^(attempt−1)`, capped at 5 s (reference §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RetryPolicy {
+    pub max_retries: u32,
+    pub base_delay: Duration,
+}
+
+impl RetryPolicy {
+    /// The sleep before retry number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let shift = attempt.saturating_sub(1).min(16);
+        self.base_delay
+            .saturating_mul(1u32 << shift)
+            .min(MAX_RETRY_DELAY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_lance() {
+        let c = WriterConfig::default();
+        assert!(c.durable_write && c.enable_memtable);
+        assert_eq!(c.max_wal_buffer_size, 10 << 20);
+        assert_eq!(c.max_wal_flush_interval_ms, Some(100));
+        assert_eq!(c.max_wal_persist_retries, 3);
+        assert_eq!(c.wal_persist_retry_base_delay_ms, 50);
+        assert_eq!(c.max_memtable_size, 256 << 20);
+        assert_eq!(c.max_memtable_batches, 8000);
+        assert_eq!(c.max_unflushed_memtable_bytes, 1 << 30);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn invalid_values_are_rejected_with_the_option_name() {
+        let cases: Vec<(WriterConfig, &str)> = vec![
+            (
+                WriterConfig {
+                    max_memtable_batches: 0,
+                    ..Default::default()
+                },
+                "max_memtable_batches",
+            ),
+            (
+                WriterConfig {
+                    max_memtable_size: 0,
+                    ..Default::default()
+                },
+                "max_memtable_size",
+            ),
+            (
+                WriterConfig {
+                    max_unflushed_memtable_bytes: 0,
+                    ..Default::default()
+                },
+                "max_unflushed_memtable_bytes",
+            ),
+            (
+                WriterConfig {
+                    max_wal_flush_interval_ms: Some(0),
+                    ..Default::default()
+                },
+                "max_wal_flush_interval_ms",
+            ),
+            (
+                WriterConfig {
+                    max_wal_persist_retries: 1000,
+                    ..Default::default()
+                },
+                "max_wal_persist_retries",
+            ),
+            (
+                WriterConfig {
+                    wal_persist_retry_base_delay_ms: 10_000_000,
+                    ..Default::default()
+                },
+                "wal_persist_retry_base_delay_ms",
+            ),
+        ];
+        for (c, name) in cases {
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
+            assert!(e.to_string().contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps_at_five_seconds() {
+        let p = RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(50),
+        };
+        assert_eq!(p.delay(1), Duration::from_millis(50));
+        assert_eq!(p.delay(2), Duration::from_millis(100));
+        assert_eq!(p.delay(3), Duration::from_millis(200));
+        assert_eq!(p.delay(30), MAX_RETRY_DELAY);
+    }
+}

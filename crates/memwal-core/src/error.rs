@@ -1,0 +1,301 @@
+//! The one error type of memwal-core.
+//!
+//! Every failure a caller can see is an [`Error`]. Callers branch on [`Error::code`] (a small,
+//! stable set, mirrored one to one in the JavaScript API) and, for fence errors, on
+//! [`Error::fence_reason`]; the message is for humans and says what happened, with identifying
+//! values, then what to do. `Error` is `Clone` (sources sit in `Arc`s) so that one latched
+//! terminal failure can be delivered to every waiter.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Result alias used throughout memwal-core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A boxed, shareable error cause.
+pub type Source = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Stable, coarse error categories. A new code is an API change: add one only when callers
+/// would handle it differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The writer lost ownership of the shard (or can no longer vouch for its WAL). Stop
+    /// writing through this handle; reopen to take the shard over and replay the WAL.
+    Fenced,
+    /// The call was malformed: bad option, empty input, oversized put. Fix the call.
+    InvalidArgument,
+    /// The batches do not have the shard's schema. Cast or rebuild them.
+    SchemaMismatch,
+    /// The handle was closed or aborted. Open a new one.
+    Closed,
+    /// Stored data could not be decoded. The object named in the message needs attention.
+    Corrupt,
+    /// The object store failed. Often transient; the message keeps the cause.
+    Io,
+}
+
+impl ErrorCode {
+    /// The code as the stable upper-case string used by the JavaScript API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Fenced => "FENCED",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::SchemaMismatch => "SCHEMA_MISMATCH",
+            ErrorCode::Closed => "CLOSED",
+            ErrorCode::Corrupt => "CORRUPT",
+            ErrorCode::Io => "IO",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a writer was fenced. Both reasons are terminal for the writer handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FenceReason {
+    /// Another writer claimed a higher epoch: it owns the shard now.
+    PeerClaimedEpoch,
+    /// This writer could not make its WAL durable (retries exhausted, an ambiguous lost
+    /// acknowledgement, a failed sync): its memory may diverge from the durable WAL.
+    PersistenceFailure,
+}
+
+impl FenceReason {
+    /// `PeerClaimedEpoch` or `PersistenceFailure`, as exposed to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FenceReason::PeerClaimedEpoch => "PeerClaimedEpoch",
+            FenceReason::PersistenceFailure => "PersistenceFailure",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            FenceReason::PeerClaimedEpoch => "peer claimed epoch",
+            FenceReason::PersistenceFailure => "persistence failure",
+        }
+    }
+}
+
+/// Every error memwal-core returns.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The writer is fenced; see [`FenceReason`].
+    #[error("Writer fenced ({}): {message}", reason.describe())]
+    Fenced {
+        /// Why.
+        reason: FenceReason,
+        /// What happened and what to do.
+        message: String,
+        /// The storage error behind a persistence failure, if any.
+        #[source]
+        source: Option<Source>,
+    },
+    /// A bad argument or configuration value.
+    #[error("{message}")]
+    InvalidArgument {
+        /// What was wrong and how to fix it.
+        message: String,
+    },
+    /// Batches whose schema is not the shard's.
+    #[error("Schema mismatch: {message}")]
+    SchemaMismatch {
+        /// Names the differing field.
+        message: String,
+    },
+    /// The handle is closed.
+    #[error("{message}")]
+    Closed {
+        /// Which handle, and what to do.
+        message: String,
+    },
+    /// A durable put's completion was dropped: the WAL flush handler stopped (abort, close, or a
+    /// crash of the task) before it could report an outcome. Never a success.
+    #[error("WAL flush handler exited before reporting durability{context}")]
+    HandlerExited {
+        /// Extra context, e.g. " during close".
+        context: String,
+    },
+    /// Stored data that cannot be decoded.
+    #[error("Corrupt object {object}: {message}")]
+    Corrupt {
+        /// The object's path.
+        object: String,
+        /// What is wrong with it.
+        message: String,
+        /// The decoder's error.
+        #[source]
+        source: Option<Source>,
+    },
+    /// An object-store or local I/O failure.
+    #[error("{message}")]
+    Io {
+        /// What was being done.
+        message: String,
+        /// The store's error.
+        #[source]
+        source: Option<Source>,
+    },
+}
+
+impl Error {
+    /// The stable error category.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Fenced { .. } => ErrorCode::Fenced,
+            Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
+            Error::SchemaMismatch { .. } => ErrorCode::SchemaMismatch,
+            Error::Closed { .. } => ErrorCode::Closed,
+            Error::HandlerExited { .. } => ErrorCode::Closed,
+            Error::Corrupt { .. } => ErrorCode::Corrupt,
+            Error::Io { .. } => ErrorCode::Io,
+        }
+    }
+
+    /// The fence reason of a [`Error::Fenced`] error, `None` for every other error.
+    pub fn fence_reason(&self) -> Option<FenceReason> {
+        match self {
+            Error::Fenced { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+
+    /// True for errors that end the writer's life (fences). They are latched.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Error::Fenced { .. })
+    }
+
+    pub(crate) fn peer_claimed(message: impl Into<String>) -> Self {
+        Error::Fenced {
+            reason: FenceReason::PeerClaimedEpoch,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    pub(crate) fn persistence_failure(message: impl Into<String>, source: Option<Source>) -> Self {
+        Error::Fenced {
+            reason: FenceReason::PersistenceFailure,
+            message: message.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn closed(message: impl Into<String>) -> Self {
+        Error::Closed {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Io {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    pub(crate) fn io_msg(message: impl Into<String>) -> Self {
+        Error::Io {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    pub(crate) fn corrupt(
+        object: impl Into<String>,
+        message: impl Into<String>,
+        source: Option<Source>,
+    ) -> Self {
+        Error::Corrupt {
+            object: object.into(),
+            message: message.into(),
+            source,
+        }
+    }
+
+    /// Every `source()` of this error, outermost first, rendered as text.
+    pub fn causes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = std::error::Error::source(self);
+        while let Some(e) = cur {
+            out.push(e.to_string());
+            cur = e.source();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_display_keeps_the_documented_prefixes() {
+        let e = Error::peer_claimed("shard s, our epoch 1, manifest epoch 2");
+        assert!(
+            e.to_string()
+                .starts_with("Writer fenced (peer claimed epoch): ")
+        );
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch));
+        assert_eq!(e.code(), ErrorCode::Fenced);
+        let e = Error::persistence_failure("WAL persistence failed", None);
+        assert!(
+            e.to_string()
+                .starts_with("Writer fenced (persistence failure): ")
+        );
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    }
+
+    #[test]
+    fn only_fence_errors_have_a_reason_and_are_terminal() {
+        let others = [
+            Error::invalid("x"),
+            Error::closed("x"),
+            Error::io_msg("x"),
+            Error::corrupt("p", "x", None),
+            Error::HandlerExited {
+                context: String::new(),
+            },
+            Error::SchemaMismatch {
+                message: "x".into(),
+            },
+        ];
+        for e in others {
+            assert_eq!(e.fence_reason(), None, "{e}");
+            assert!(!e.is_terminal(), "{e}");
+        }
+    }
+
+    #[test]
+    fn handler_exited_message_is_stable() {
+        let e = Error::HandlerExited {
+            context: String::new(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "WAL flush handler exited before reporting durability"
+        );
+        assert_eq!(e.code(), ErrorCode::Closed);
+    }
+
+    #[test]
+    fn causes_walk_the_source_chain() {
+        let inner = std::io::Error::other("disk on fire");
+        let e = Error::io("writing WAL entry 3", inner);
+        assert_eq!(e.causes(), vec!["disk on fire".to_string()]);
+    }
+}

@@ -1,0 +1,49 @@
+//! Making rows durable: the WAL flush handler, per-put completions, and generation flushes.
+//!
+//! Parts:
+//! - [`completion`]: [`PutCompletion`] / [`DurableWatcher`], the request-scoped write-once
+//!   cell of one durable put, and [`TerminalLatch`], where the first fence error is kept.
+//! - [`wal_handler`]: `WalFlushHandler`, the one task per writer that owns the
+//!   [`crate::wal::WalAppender`] and turns flush requests into WAL entries (group commit).
+//! - [`generation`]: the task that turns a frozen MemTable into a Parquet generation file and
+//!   a manifest commit.
+//!
+//! # Durability contract
+//!
+//! **A durable put resolves successfully only after the WAL append that covers its exact rows
+//! (the exact BatchStore that accepted them, and their exact position range in it) has been
+//! persisted.** Nothing else can satisfy it: not a flush of another generation, not a
+//! watermark of another store, not a timer.
+//!
+//! 1. `put` captures the MemTable that accepted its rows *under the writer lock, before any
+//!    trigger can rotate the MemTable*, and sends `FlushRequest { memtable, end, completion }`
+//!    to the WAL flush handler.
+//! 2. The handler appends what that store still owes, up to at least `end`, as one WAL entry
+//!    (put-if-not-exists), and only after the store's put returned does it record the store's
+//!    WAL progress (`BatchStore::mark_wal_appended`) and complete the cell with `Ok`.
+//! 3. If an earlier append of **the same store** already covered `end`, the cell completes
+//!    with `Ok` and no I/O (coalesced empty flush). Progress is per store, so a range of
+//!    another generation can never satisfy it.
+//! 4. If the append fails, the cell gets that append's typed error (`PeerClaimedEpoch` or
+//!    `PersistenceFailure`). The error is latched: every waiter and every later call gets it.
+//! 5. If the handler goes away before writing the cell (abort, close, a task crash), the
+//!    dropped cell yields "WAL flush handler exited before reporting durability". Never a
+//!    success, never a hang.
+//!
+//! Why it is subtle: batch positions are generation-local (every MemTable numbers its batches
+//! from 0). Lance once tracked durability as one writer-wide watermark of those local
+//! positions, so after a rotation the previous generation's flush "covered" position 0 of the
+//! new generation, and a durable put was acknowledged before its own WAL append (the seed bug
+//! report; regression test `durable_put_does_not_alias_across_memtable_generations`).
+//!
+//! Generation flushes keep a second rule: a frozen MemTable is written as a generation file
+//! only after its own WAL append completed, and the manifest's replay cursor then moves to the
+//! highest WAL position holding any of its batches; generations flush strictly in order, so the
+//! cursor never skips an entry whose rows are not in a generation file.
+
+pub mod completion;
+pub(crate) mod generation;
+pub(crate) mod wal_handler;
+
+pub use completion::DurableWatcher;
+pub(crate) use completion::{PutCompletion, TerminalLatch, put_completion};

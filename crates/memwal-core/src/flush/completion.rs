@@ -1,0 +1,132 @@
+//! The per-put completion cell and the writer's terminal latch.
+//!
+//! [`PutCompletion`] is written once, only by the WAL flush handler, only with the outcome of
+//! the append that covered this put's range. Dropped unwritten, it makes the waiting
+//! [`DurableWatcher`] yield "WAL flush handler exited before reporting durability".
+//! [`TerminalLatch`] keeps the first fence error; later writes learn they lost.
+
+use std::sync::OnceLock;
+
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+
+/// The handler's side of one durable put's completion. See the module docs.
+#[derive(Debug)]
+pub struct PutCompletion(oneshot::Sender<Result<()>>);
+
+impl PutCompletion {
+    /// Writes the outcome. Consumes the cell, so it cannot be written twice.
+    pub fn complete(self, outcome: Result<()>) {
+        // The waiter may have gone away (a put_no_wait whose watcher was dropped); that is fine.
+        let _ = self.0.send(outcome);
+    }
+}
+
+/// Waits for the durability of one put (or of one frozen MemTable's WAL append).
+#[derive(Debug)]
+pub struct DurableWatcher(oneshot::Receiver<Result<()>>);
+
+impl DurableWatcher {
+    /// A watcher that is already complete with `outcome`.
+    pub(crate) fn ready(outcome: Result<()>) -> Self {
+        let (c, w) = put_completion();
+        c.complete(outcome);
+        w
+    }
+
+    /// Resolves when the covering WAL append is persisted (`Ok`), failed (its typed error), or
+    /// the handler went away (`HandlerExited`).
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the watcher; the append still happens.
+    pub async fn wait(self) -> Result<()> {
+        match self.0.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::HandlerExited {
+                context: String::new(),
+            }),
+        }
+    }
+}
+
+/// A connected cell: the handler writes the [`PutCompletion`], the caller awaits the watcher.
+pub fn put_completion() -> (PutCompletion, DurableWatcher) {
+    let (tx, rx) = oneshot::channel();
+    (PutCompletion(tx), DurableWatcher(rx))
+}
+
+/// The writer's first terminal (fence) error. Written at most once; never cleared.
+#[derive(Debug, Default)]
+pub struct TerminalLatch(OnceLock<Error>);
+
+impl TerminalLatch {
+    /// Latches `error` if nothing is latched yet. Returns true if this call won.
+    pub fn latch(&self, error: Error) -> bool {
+        self.0.set(error).is_ok()
+    }
+
+    /// The latched error, if any.
+    pub fn get(&self) -> Option<&Error> {
+        self.0.get()
+    }
+
+    /// `Err(latched)` if an error is latched.
+    pub fn check(&self) -> Result<()> {
+        match self.get() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FenceReason;
+
+    // Reference §8.3 scenario 48.
+    #[tokio::test]
+    async fn watcher_reports_success() {
+        let (c, w) = put_completion();
+        c.complete(Ok(()));
+        w.wait().await.unwrap();
+    }
+
+    // Reference §8.3 scenario 49.
+    #[tokio::test]
+    async fn watcher_preserves_a_typed_failure() {
+        let (c, w) = put_completion();
+        c.complete(Err(Error::persistence_failure(
+            "injected persistence failure",
+            None,
+        )));
+        let e = w.wait().await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert!(e.to_string().contains("injected persistence failure"));
+    }
+
+    // Reference §8.3 scenario 50.
+    #[tokio::test]
+    async fn dropped_completion_reports_handler_exit() {
+        let (c, w) = put_completion();
+        drop(c);
+        let e = w.wait().await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("WAL flush handler exited before reporting durability")
+        );
+    }
+
+    // Reference §8.7 scenario 110.
+    #[test]
+    fn latch_keeps_the_first_error() {
+        let l = TerminalLatch::default();
+        assert!(l.check().is_ok());
+        assert!(l.latch(Error::peer_claimed("first")));
+        assert!(!l.latch(Error::persistence_failure("second", None)));
+        let e = l.check().unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch));
+        assert!(e.to_string().contains("first"));
+    }
+}

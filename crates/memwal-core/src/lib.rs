@@ -1,0 +1,39 @@
+//! memwal-core: a durable, write-ahead-logged MemTable of Apache Arrow record batches on an
+//! object store (a local directory with fsync, memory, or any `object_store` backend).
+//!
+//! A [`ShardWriter`] owns one *shard*. Data flows one way:
+//! `put` → [`memtable`] (readable at once) → WAL flush handler ([`flush`], [`wal`]) →
+//! generation flush (Parquet) → [`manifest`]. A new writer claims a higher epoch and fences
+//! the old one, whose next WAL append fails with a typed error.
+//!
+//! **Durability contract** (details in [`flush`]): in durable mode, `put` resolves
+//! successfully only after the WAL entry covering exactly its rows (in exactly the MemTable
+//! generation that accepted them) is persisted. Otherwise it fails with that append's typed
+//! error, or with "WAL flush handler exited before reporting durability"; it never hangs.
+
+#![deny(clippy::all)]
+#![deny(clippy::await_holding_lock)]
+#![warn(missing_docs)]
+
+pub mod batch_store;
+pub mod config;
+pub mod error;
+pub mod flush;
+pub mod manifest;
+pub mod memtable;
+pub mod reader;
+pub mod stats;
+pub mod store;
+pub mod wal;
+pub mod writer;
+
+pub use batch_store::BatchRange;
+pub use config::WriterConfig;
+pub use error::{Error, ErrorCode, FenceReason, Result};
+pub use flush::DurableWatcher;
+pub use manifest::{FlushedGeneration, ShardManifest};
+pub use reader::{ScanResult, ShardReader, WalTailer};
+pub use stats::{MemTableStats, WalStats, WriteStats};
+pub use store::Store;
+pub use wal::WalEntry;
+pub use writer::{ShardWriter, WriteResult};

@@ -1,0 +1,696 @@
+//! The shard manifest: versioned protobuf records, each created with put-if-not-exists.
+//!
+//! `ShardManifest` keeps Lance's protobuf field numbers (reference §1.3; `protos/table.proto`),
+//! derived with prost so no `protoc` is needed. memwal adds three fields with high numbers,
+//! which Lance readers skip as unknown:
+//! - `arrow_schema` (1001): the shard's Arrow schema as an IPC schema message, so a writer
+//!   opened with another schema fails before claiming, and a reader of an empty shard knows
+//!   its columns;
+//! - `writer_id` (1002): a random id per writer handle, so a writer that lost the
+//!   acknowledgement of its own manifest write can recognise it (two claimants never produce
+//!   identical bytes);
+//! - `checksum` (1003): CRC32C of the encoding with this field cleared.
+//!
+//! [`ManifestStore`] implements latest-version discovery (hint + probes), `claim_epoch`,
+//! `check_fenced` and `commit_update` (reference §1.3).
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::{Schema, SchemaRef};
+use bytes::Bytes;
+use prost::Message;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::store::{CreateOutcome, ShardPaths, Store};
+
+/// Protobuf `UUID { bytes uuid = 1; }`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ProtoUuid {
+    /// 16 bytes.
+    #[prost(bytes = "vec", tag = "1")]
+    pub uuid: Vec<u8>,
+}
+
+/// Protobuf `ShardFieldEntry` (kept for format compatibility; memwal writes none).
+#[derive(Clone, PartialEq, Message)]
+pub struct ShardFieldEntry {
+    /// Shard field id.
+    #[prost(string, tag = "1")]
+    pub field_id: String,
+    /// Raw little-endian Arrow scalar bytes.
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
+}
+
+/// Protobuf `SsTable`: one flushed generation.
+#[derive(Clone, PartialEq, Message)]
+pub struct FlushedGeneration {
+    /// Generation number.
+    #[prost(uint64, tag = "1")]
+    pub generation: u64,
+    /// Directory name relative to the shard directory (`<random8hex>_gen_<g>`).
+    #[prost(string, tag = "2")]
+    pub path: String,
+    /// Estimated in-memory bytes of its rows.
+    #[prost(uint64, optional, tag = "3")]
+    pub in_memory_bytes: Option<u64>,
+    /// Rows held.
+    #[prost(uint64, optional, tag = "4")]
+    pub physical_rows: Option<u64>,
+    /// Primary-key bytes (Lance; memwal writes none).
+    #[prost(uint64, optional, tag = "5")]
+    pub primary_key_bytes: Option<u64>,
+}
+
+/// Protobuf `ShardStatus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum ShardStatus {
+    /// Accepts claims.
+    Active = 0,
+    /// A drop is in flight: claims are refused.
+    Sealed = 1,
+}
+
+/// Protobuf `ShardManifest` (Lance field numbers, plus memwal's fields ≥ 1001).
+#[derive(Clone, PartialEq, Message)]
+pub struct ShardManifest {
+    /// Shard identity.
+    #[prost(message, optional, tag = "11")]
+    pub shard_id: Option<ProtoUuid>,
+    /// Manifest version; equals the version in the file name; starts at 1.
+    #[prost(uint64, tag = "1")]
+    pub version: u64,
+    /// Spec id (0: a manual shard).
+    #[prost(uint32, tag = "10")]
+    pub shard_spec_id: u32,
+    /// Computed shard field values (unused by memwal).
+    #[prost(message, repeated, tag = "14")]
+    pub shard_field_entries: Vec<ShardFieldEntry>,
+    /// Fencing token; incremented by every claim.
+    #[prost(uint64, tag = "2")]
+    pub writer_epoch: u64,
+    /// Highest WAL position whose rows are all in flushed generations; replay starts after it.
+    #[prost(uint64, tag = "3")]
+    pub replay_after_wal_entry_position: u64,
+    /// A hint of the WAL tip; not authoritative.
+    #[prost(uint64, tag = "4")]
+    pub wal_entry_position_last_seen: u64,
+    /// Generation number the next flush gets.
+    #[prost(uint64, tag = "6")]
+    pub current_generation: u64,
+    /// Flushed generations, oldest first (Lance's `sstables`).
+    #[prost(message, repeated, tag = "8")]
+    pub flushed_generations: Vec<FlushedGeneration>,
+    /// Lifecycle status.
+    #[prost(enumeration = "ShardStatus", tag = "15")]
+    pub status: i32,
+    /// memwal: the shard's Arrow schema (an IPC stream holding only the schema message).
+    #[prost(bytes = "vec", optional, tag = "1001")]
+    pub arrow_schema: Option<Vec<u8>>,
+    /// memwal: the id of the writer handle that wrote this version.
+    #[prost(string, tag = "1002")]
+    pub writer_id: String,
+    /// memwal: CRC32C of this message encoded with `checksum` unset.
+    #[prost(fixed32, optional, tag = "1003")]
+    pub checksum: Option<u32>,
+}
+
+impl ShardManifest {
+    /// The shard id as a UUID, if present and well-formed.
+    pub fn shard_uuid(&self) -> Option<Uuid> {
+        self.shard_id
+            .as_ref()
+            .and_then(|u| Uuid::from_slice(&u.uuid).ok())
+    }
+
+    /// The shard's schema, if memwal recorded one.
+    pub fn schema(&self) -> Result<Option<SchemaRef>> {
+        match &self.arrow_schema {
+            None => Ok(None),
+            Some(bytes) => decode_schema(bytes).map(Some),
+        }
+    }
+
+    fn encode_with_checksum(&self) -> Bytes {
+        let mut m = self.clone();
+        m.checksum = None;
+        let sum = crc32c::crc32c(&m.encode_to_vec());
+        m.checksum = Some(sum);
+        Bytes::from(m.encode_to_vec())
+    }
+
+    fn decode_checked(object: &str, bytes: &[u8]) -> Result<Self> {
+        let m = ShardManifest::decode(bytes).map_err(|e| {
+            Error::corrupt(
+                object,
+                "shard manifest is not a valid ShardManifest protobuf",
+                Some(Arc::new(e)),
+            )
+        })?;
+        if let Some(stored) = m.checksum {
+            let mut copy = m.clone();
+            copy.checksum = None;
+            let actual = crc32c::crc32c(&copy.encode_to_vec());
+            if actual != stored {
+                return Err(Error::corrupt(
+                    object,
+                    format!(
+                        "shard manifest checksum mismatch (stored {stored:08x}, computed {actual:08x})"
+                    ),
+                    None,
+                ));
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// Encodes `schema` as an IPC stream holding only the schema message.
+pub fn encode_schema(schema: &Schema) -> Result<Vec<u8>> {
+    let w = StreamWriter::try_new(Vec::new(), schema)
+        .map_err(|e| Error::invalid(format!("schema cannot be encoded as Arrow IPC: {e}")))?;
+    w.into_inner()
+        .map_err(|e| Error::invalid(format!("schema cannot be encoded as Arrow IPC: {e}")))
+}
+
+/// Inverse of [`encode_schema`].
+pub fn decode_schema(bytes: &[u8]) -> Result<SchemaRef> {
+    StreamReader::try_new(Cursor::new(bytes), None)
+        .map(|r| r.schema())
+        .map_err(|e| {
+            Error::corrupt(
+                "shard manifest",
+                "stored Arrow schema is invalid",
+                Some(Arc::new(e)),
+            )
+        })
+}
+
+/// Where a manifest version came from and what it says.
+#[derive(Debug, Clone)]
+pub struct ManifestStore {
+    store: Store,
+    paths: ShardPaths,
+}
+
+const MAX_CLAIM_ATTEMPTS: usize = 16;
+const MAX_COMMIT_ATTEMPTS: usize = 10;
+
+impl ManifestStore {
+    /// The manifest store of one shard.
+    pub fn new(store: Store, paths: ShardPaths) -> Self {
+        ManifestStore { store, paths }
+    }
+
+    fn shard(&self) -> Uuid {
+        self.paths.shard_id()
+    }
+
+    /// Reads version `version`, `None` if it does not exist.
+    pub async fn read_version(&self, version: u64) -> Result<Option<ShardManifest>> {
+        let path = self.paths.manifest(version);
+        let bytes = self.store.get(&path).await.map_err(|e| {
+            Error::io(
+                format!(
+                    "reading manifest version {version} of shard {}",
+                    self.shard()
+                ),
+                e,
+            )
+        })?;
+        bytes
+            .map(|b| ShardManifest::decode_checked(path.as_ref(), &b))
+            .transpose()
+    }
+
+    async fn version_exists(&self, version: u64) -> Result<bool> {
+        self.store
+            .exists(&self.paths.manifest(version))
+            .await
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "probing manifest version {version} of shard {}",
+                        self.shard()
+                    ),
+                    e,
+                )
+            })
+    }
+
+    async fn read_hint(&self) -> u64 {
+        // Best effort: a missing or unreadable hint just means "start at 1".
+        match self.store.get(&self.paths.version_hint()).await {
+            Ok(Some(b)) => std::str::from_utf8(&b)
+                .ok()
+                .and_then(|s| {
+                    let s = s.trim();
+                    let v = s.strip_prefix("{\"version\":")?.strip_suffix('}')?;
+                    v.trim().parse::<u64>().ok()
+                })
+                .filter(|v| *v >= 1)
+                .unwrap_or(1),
+            _ => 1,
+        }
+    }
+
+    /// The latest version number, 0 if the shard has no manifest. Versions are gap-free, so
+    /// this reads the hint, then probes forward with growing batches of parallel HEADs.
+    pub async fn latest_version(&self) -> Result<u64> {
+        let mut known = self.read_hint().await;
+        if !self.version_exists(known).await? {
+            if known == 1 || !self.version_exists(1).await? {
+                return Ok(0);
+            }
+            known = 1;
+        }
+        let mut batch = 2u64;
+        loop {
+            let probes = (1..=batch).map(|i| self.version_exists(known + i));
+            let found = futures::future::try_join_all(probes).await?;
+            match found.iter().position(|e| !e) {
+                Some(0) => return Ok(known),
+                Some(i) => return Ok(known + i as u64),
+                None => {
+                    known += batch;
+                    batch = (batch * 2).min(64);
+                }
+            }
+        }
+    }
+
+    /// The latest manifest, `None` for a shard that was never claimed.
+    pub async fn read_latest(&self) -> Result<Option<ShardManifest>> {
+        loop {
+            let v = self.latest_version().await?;
+            if v == 0 {
+                return Ok(None);
+            }
+            if let Some(m) = self.read_version(v).await? {
+                return Ok(Some(m));
+            }
+        }
+    }
+
+    /// Creates `m` at its version. `AlreadyExists` unless the version already holds exactly
+    /// these bytes (our own write whose acknowledgement was lost). Updates the hint on success.
+    pub async fn write(&self, m: &ShardManifest) -> Result<CreateOutcome> {
+        let path = self.paths.manifest(m.version);
+        let bytes = m.encode_with_checksum();
+        let outcome = match self.store.put_if_absent(&path, bytes.clone()).await {
+            Ok(o) => o,
+            Err(e) => {
+                // Ambiguous: the write may have landed. Look before reporting a failure.
+                match self.store.get(&path).await {
+                    Ok(Some(existing)) if existing == bytes => CreateOutcome::Created,
+                    Ok(Some(_)) => CreateOutcome::AlreadyExists,
+                    _ => {
+                        return Err(Error::io(
+                            format!(
+                                "writing manifest version {} of shard {}",
+                                m.version,
+                                self.shard()
+                            ),
+                            e,
+                        ));
+                    }
+                }
+            }
+        };
+        let outcome = match outcome {
+            CreateOutcome::AlreadyExists => match self.store.get(&path).await {
+                Ok(Some(existing)) if existing == bytes => CreateOutcome::Created,
+                _ => CreateOutcome::AlreadyExists,
+            },
+            o => o,
+        };
+        if outcome == CreateOutcome::Created {
+            let hint = Bytes::from(format!("{{\"version\":{}}}", m.version));
+            // Best effort (reference §1.3): readers fall back to probing.
+            let _ = self
+                .store
+                .put_overwrite(&self.paths.version_hint(), hint)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// Claims the next epoch (reference §1.3): writes version latest+1 with epoch latest+1,
+    /// carrying every other field over. Benign version races are retried; a peer that claimed
+    /// an epoch at least as high as our target fails the claim with `PeerClaimedEpoch`. A
+    /// shard recorded with a different schema fails with `SchemaMismatch` before claiming.
+    pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
+        let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
+        for _ in 0..MAX_CLAIM_ATTEMPTS {
+            let latest = self.read_latest().await?;
+            let next = match &latest {
+                Some(m) => {
+                    if m.status == ShardStatus::Sealed as i32 {
+                        return Err(Error::invalid(format!(
+                            "shard {} is sealed; refusing claim (drop in flight)",
+                            self.shard()
+                        )));
+                    }
+                    if let Some(stored) = m.schema()? {
+                        check_same_schema(self.shard(), &stored, schema)?;
+                    }
+                    let mut n = m.clone();
+                    n.version = m.version + 1;
+                    n.writer_epoch = m.writer_epoch + 1;
+                    n.arrow_schema.get_or_insert_with(|| schema_bytes.clone());
+                    n
+                }
+                None => ShardManifest {
+                    shard_id: Some(ProtoUuid {
+                        uuid: self.shard().as_bytes().to_vec(),
+                    }),
+                    version: 1,
+                    writer_epoch: 1,
+                    current_generation: 1,
+                    arrow_schema: Some(schema_bytes.clone()),
+                    ..Default::default()
+                },
+            };
+            let mut next = next;
+            next.writer_id = writer_id.to_string();
+            next.checksum = None;
+            match self.write(&next).await? {
+                CreateOutcome::Created => return Ok(next),
+                CreateOutcome::AlreadyExists => {
+                    if let Some(now) = self.read_latest().await?
+                        && now.writer_epoch >= next.writer_epoch
+                    {
+                        return Err(Error::peer_claimed(format!(
+                            "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {}). Only one writer may own a shard; retry the open to take it over.",
+                            self.shard(),
+                            next.version,
+                            now.writer_epoch,
+                            next.writer_epoch
+                        )));
+                    }
+                }
+            }
+        }
+        Err(Error::io_msg(format!(
+            "Failed to claim shard {} after {MAX_CLAIM_ATTEMPTS} retries due to manifest contention; retry the open",
+            self.shard()
+        )))
+    }
+
+    /// `PeerClaimedEpoch` if the stored epoch is higher than `local_epoch`. Always reads
+    /// storage (no cache).
+    pub async fn check_fenced(&self, local_epoch: u64) -> Result<()> {
+        match self.read_latest().await? {
+            Some(m) if m.writer_epoch > local_epoch => {
+                Err(fenced_by(self.shard(), local_epoch, m.writer_epoch))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Commits a new version built by `prepare` from the latest one (reference §1.3):
+    /// fails fast with `PeerClaimedEpoch` if a successor claimed the shard; retries version
+    /// races. `prepare` returns `None` when the latest version already holds the change (a
+    /// commit whose acknowledgement was lost), which then counts as done.
+    pub async fn commit_update(
+        &self,
+        local_epoch: u64,
+        writer_id: &str,
+        mut prepare: impl FnMut(&ShardManifest) -> Option<ShardManifest>,
+    ) -> Result<ShardManifest> {
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let latest = self.read_latest().await?.ok_or_else(|| {
+                Error::io_msg(format!(
+                    "shard {} has no manifest; it was deleted while a writer held it",
+                    self.shard()
+                ))
+            })?;
+            if latest.writer_epoch > local_epoch {
+                return Err(fenced_by(self.shard(), local_epoch, latest.writer_epoch));
+            }
+            let Some(mut next) = prepare(&latest) else {
+                return Ok(latest);
+            };
+            next.version = latest.version + 1;
+            next.writer_epoch = local_epoch;
+            next.writer_id = writer_id.to_string();
+            next.checksum = None;
+            if self.write(&next).await? == CreateOutcome::Created {
+                return Ok(next);
+            }
+        }
+        Err(Error::io_msg(format!(
+            "manifest commit for shard {} failed after {MAX_COMMIT_ATTEMPTS} attempts due to contention",
+            self.shard()
+        )))
+    }
+}
+
+/// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`.
+pub(crate) fn fenced_by(shard: Uuid, local: u64, stored: u64) -> Error {
+    Error::peer_claimed(format!(
+        "local epoch {local} < stored epoch {stored} for shard {shard}. Another writer owns this shard; stop writing here, or reopen to take it over."
+    ))
+}
+
+/// `SchemaMismatch` naming the first differing field, unless both have the same fields.
+pub(crate) fn check_same_schema(shard: Uuid, stored: &Schema, given: &Schema) -> Result<()> {
+    if stored.fields().len() != given.fields().len() {
+        return Err(Error::SchemaMismatch {
+            message: format!(
+                "shard {shard} has {} fields ({}) but {} were given ({}); open it with the shard's schema",
+                stored.fields().len(),
+                field_names(stored),
+                given.fields().len(),
+                field_names(given)
+            ),
+        });
+    }
+    for (s, g) in stored.fields().iter().zip(given.fields().iter()) {
+        if s.name() != g.name()
+            || s.data_type() != g.data_type()
+            || s.is_nullable() != g.is_nullable()
+        {
+            return Err(Error::SchemaMismatch {
+                message: format!(
+                    "field `{}` is {}{} in the given schema but shard {shard} has `{}` {}{}; open it with the shard's schema",
+                    g.name(),
+                    g.data_type(),
+                    if g.is_nullable() { "" } else { " not null" },
+                    s.name(),
+                    s.data_type(),
+                    if s.is_nullable() { "" } else { " not null" },
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn field_names(s: &Schema) -> String {
+    s.fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{DataType, Field};
+
+    fn schema() -> Schema {
+        Schema::new(vec![Field::new("id", DataType::Int32, false)])
+    }
+
+    fn stores() -> Vec<ManifestStore> {
+        let dir = tempfile::tempdir().unwrap().keep();
+        [Store::memory(), Store::local(dir).unwrap()]
+            .into_iter()
+            .map(|s| {
+                let p = s.shard_paths(Uuid::new_v4());
+                ManifestStore::new(s, p)
+            })
+            .collect()
+    }
+
+    fn version(v: u64, epoch: u64) -> ShardManifest {
+        ShardManifest {
+            version: v,
+            writer_epoch: epoch,
+            current_generation: 1,
+            ..Default::default()
+        }
+    }
+
+    // Reference §8.6 scenarios 91-95.
+    #[tokio::test]
+    async fn versions_are_created_once_and_latest_is_found() {
+        for m in stores() {
+            assert!(m.read_latest().await.unwrap().is_none());
+            for v in 1..=5 {
+                assert_eq!(
+                    m.write(&version(v, v * 10)).await.unwrap(),
+                    CreateOutcome::Created
+                );
+            }
+            let latest = m.read_latest().await.unwrap().unwrap();
+            assert_eq!((latest.version, latest.writer_epoch), (5, 50));
+            assert_eq!(m.read_version(2).await.unwrap().unwrap().writer_epoch, 20);
+            assert_eq!(
+                m.write(&version(1, 99)).await.unwrap(),
+                CreateOutcome::AlreadyExists
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn latest_is_found_with_a_stale_or_missing_hint() {
+        for m in stores() {
+            for v in 1..=40 {
+                m.write(&version(v, 1)).await.unwrap();
+            }
+            m.store
+                .put_overwrite(
+                    &m.paths.version_hint(),
+                    Bytes::from_static(b"{\"version\":3}"),
+                )
+                .await
+                .unwrap();
+            assert_eq!(m.latest_version().await.unwrap(), 40);
+            m.store
+                .put_overwrite(&m.paths.version_hint(), Bytes::from_static(b"garbage"))
+                .await
+                .unwrap();
+            assert_eq!(m.latest_version().await.unwrap(), 40);
+        }
+    }
+
+    // Reference §8.6 scenario 97.
+    #[tokio::test]
+    async fn claim_after_a_cursor_only_bump_keeps_the_cursor() {
+        for m in stores() {
+            let first = m.claim_epoch(&schema(), "a").await.unwrap();
+            assert_eq!(
+                (first.version, first.writer_epoch, first.current_generation),
+                (1, 1, 1)
+            );
+            let c = m
+                .commit_update(1, "a", |l| {
+                    let mut n = l.clone();
+                    n.replay_after_wal_entry_position = 42;
+                    Some(n)
+                })
+                .await
+                .unwrap();
+            assert_eq!(c.version, 2);
+            let second = m.claim_epoch(&schema(), "b").await.unwrap();
+            assert_eq!((second.version, second.writer_epoch), (3, 2));
+            assert_eq!(second.replay_after_wal_entry_position, 42);
+        }
+    }
+
+    // Reference §8.6 scenario 98.
+    #[tokio::test]
+    async fn sealed_shard_refuses_claims() {
+        for m in stores() {
+            let mut s = version(1, 1);
+            s.status = ShardStatus::Sealed as i32;
+            m.write(&s).await.unwrap();
+            let e = m.claim_epoch(&schema(), "a").await.unwrap_err();
+            assert!(e.to_string().contains("sealed"), "{e}");
+            assert_eq!(m.read_latest().await.unwrap().unwrap().version, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn check_fenced_sees_a_successor() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            m.check_fenced(1).await.unwrap();
+            m.claim_epoch(&schema(), "b").await.unwrap();
+            let e = m.check_fenced(1).await.unwrap_err();
+            assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
+            assert!(
+                e.to_string().contains("local epoch 1 < stored epoch 2"),
+                "{e}"
+            );
+            m.check_fenced(2).await.unwrap();
+            // commit_update of the fenced writer fails fast.
+            let e = m
+                .commit_update(1, "a", |l| Some(l.clone()))
+                .await
+                .unwrap_err();
+            assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
+        }
+    }
+
+    #[tokio::test]
+    async fn claim_with_another_schema_is_a_schema_mismatch() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let other = Schema::new(vec![Field::new("id", DataType::Int64, false)]);
+            let e = m.claim_epoch(&other, "b").await.unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::SchemaMismatch);
+            assert!(e.to_string().contains("`id`"), "{e}");
+            assert_eq!(m.read_latest().await.unwrap().unwrap().writer_epoch, 1);
+        }
+    }
+
+    // Reference §8.6 scenario 102 (sequential form) and §10.23.
+    #[tokio::test]
+    async fn commit_update_skips_an_already_applied_change() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let prepare = |l: &ShardManifest| {
+                if l.current_generation >= 2 {
+                    return None;
+                }
+                let mut n = l.clone();
+                n.current_generation = 2;
+                Some(n)
+            };
+            assert_eq!(m.commit_update(1, "a", prepare).await.unwrap().version, 2);
+            assert_eq!(m.commit_update(1, "a", prepare).await.unwrap().version, 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn corrupt_manifest_is_reported_with_its_path() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let path = m.paths.manifest(2);
+            let mut bytes = m.paths.manifest(1);
+            bytes = bytes.clone();
+            let good = m.store.get(&bytes).await.unwrap().unwrap();
+            let mut bad = good.to_vec();
+            let last = bad.len() - 6;
+            bad[last] ^= 0x10;
+            m.store
+                .put_if_absent(&path, Bytes::from(bad))
+                .await
+                .unwrap();
+            let e = m.read_latest().await.unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "{e}");
+            assert!(e.to_string().contains(path.as_ref()), "{e}");
+        }
+    }
+
+    #[test]
+    fn schema_round_trips() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("v", DataType::Utf8, true),
+        ]);
+        assert_eq!(
+            decode_schema(&encode_schema(&s).unwrap()).unwrap().as_ref(),
+            &s
+        );
+    }
+}

@@ -1,0 +1,465 @@
+//! The object store memwal writes to, and every object path it uses.
+//!
+//! [`Store`] wraps an `object_store` implementation with the few operations memwal needs:
+//! create-if-absent puts (the only way a WAL entry, manifest version or generation file is ever
+//! written), gets, existence probes and listings. Every object path (`bitrev64` file names,
+//! `_mem_wal/<shard>/…`) is built in [`ShardPaths`] and nowhere else.
+//!
+//! # Durability of the local store
+//! A local directory is served by `object_store`'s `LocalFileSystem` **with fsync on**: a put
+//! writes a staging file, `fsync`s it, hard-links it to its final name (which fails if the name
+//! exists, giving put-if-not-exists), then `fsync`s the parent directory, and every directory it
+//! had to create. Without `with_fsync(true)` a successful put can sit in the page cache only.
+//!
+//! Every store is wrapped in [`faults::FaultInjectingStore`], whose faults are all off unless a
+//! test switches them on, so Rust tests and the JavaScript `ObjectStore.faults` share one
+//! mechanism.
+
+pub mod faults;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use faults::{FaultInjectingStore, Faults};
+
+/// Outcome of a create-if-absent put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// We created the object.
+    Created,
+    /// An object already existed at that path; nothing was written.
+    AlreadyExists,
+}
+
+/// A handle on an object store plus the root prefix memwal works under. Cheap to clone;
+/// clones share the underlying store and its fault controller.
+#[derive(Clone)]
+pub struct Store {
+    object_store: Arc<dyn ObjectStore>,
+    root: Path,
+    faults: Arc<Faults>,
+    location: String,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.location)
+            .finish()
+    }
+}
+
+fn memory_registry() -> &'static Mutex<HashMap<String, Store>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<String, Store>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl Store {
+    /// A local directory, with fsync of files and directories on. The directory (and its
+    /// parents) is created on the first write, so a reader never creates anything.
+    pub fn local(dir: impl AsRef<std::path::Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        if dir.as_os_str().is_empty() {
+            return Err(Error::invalid(
+                "local store path is empty; pass a directory such as ./data",
+            ));
+        }
+        let abs = std::path::absolute(dir).map_err(|e| {
+            Error::io(
+                format!("cannot resolve local store path {}", dir.display()),
+                e,
+            )
+        })?;
+        if abs.exists() && !abs.is_dir() {
+            return Err(Error::invalid(format!(
+                "local store path {} exists but is not a directory; pass a directory",
+                abs.display()
+            )));
+        }
+        let root = Path::from_absolute_path(&abs).map_err(|e| {
+            Error::invalid(format!(
+                "local store path {} is not usable as an object-store root: {e}",
+                abs.display()
+            ))
+        })?;
+        let fs = LocalFileSystem::new().with_fsync(true);
+        Ok(Self::from_object_store(
+            Arc::new(fs),
+            root,
+            abs.display().to_string(),
+        ))
+    }
+
+    /// A fresh, private in-memory store (nothing survives the process).
+    pub fn memory() -> Self {
+        Self::from_object_store(Arc::new(InMemory::new()), Path::default(), "memory://")
+    }
+
+    /// The in-process in-memory store registered under `name`: every call with the same name
+    /// returns a handle on the same objects (and the same fault controller), so two writers in
+    /// one process can race on it.
+    pub fn named_memory(name: &str) -> Self {
+        let mut reg = memory_registry().lock().unwrap_or_else(|e| e.into_inner());
+        reg.entry(name.to_string())
+            .or_insert_with(|| {
+                Self::from_object_store(
+                    Arc::new(InMemory::new()),
+                    Path::default(),
+                    format!("memory://{name}"),
+                )
+            })
+            .clone()
+    }
+
+    /// Parses a location: `file:///abs/path`, `memory://NAME`, or a plain local path.
+    pub fn from_uri(uri: &str) -> Result<Self> {
+        if uri.is_empty() {
+            return Err(Error::invalid(
+                "location is empty; pass a local directory, file:///abs/path or memory://NAME",
+            ));
+        }
+        if let Some(rest) = uri.strip_prefix("memory://") {
+            return Ok(Self::named_memory(rest));
+        }
+        if let Some(rest) = uri.strip_prefix("file://") {
+            if !rest.starts_with('/') {
+                return Err(Error::invalid(format!(
+                    "file URI {uri} must be absolute (file:///abs/path); use a plain path for relative directories"
+                )));
+            }
+            return Self::local(rest);
+        }
+        if let Some((scheme, _)) = uri.split_once("://") {
+            return Err(Error::invalid(format!(
+                "unsupported location scheme `{scheme}://` in {uri}; use a local path, file:///abs/path or memory://NAME"
+            )));
+        }
+        Self::local(uri)
+    }
+
+    /// Wraps any `object_store` implementation (used for tests and custom backends). Objects go
+    /// under `root`.
+    pub fn from_object_store(
+        object_store: Arc<dyn ObjectStore>,
+        root: Path,
+        location: impl Into<String>,
+    ) -> Self {
+        let faults = Arc::new(Faults::default());
+        let wrapped = FaultInjectingStore::new(object_store, faults.clone());
+        Store {
+            object_store: Arc::new(wrapped),
+            root,
+            faults,
+            location: location.into(),
+        }
+    }
+
+    /// The fault controller of this store (all faults off by default).
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    /// A human-readable description of where this store lives.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The paths of one shard in this store.
+    pub fn shard_paths(&self, shard_id: Uuid) -> ShardPaths {
+        ShardPaths::new(&self.root, shard_id)
+    }
+
+    /// Shard ids with a `_mem_wal/<uuid>/` directory in this store.
+    pub async fn list_shards(&self) -> Result<Vec<Uuid>> {
+        let prefix = self.root.clone().join(MEM_WAL_DIR);
+        let listing = self
+            .object_store
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(|e| Error::io(format!("listing shards under {prefix}"), e))?;
+        let mut ids: Vec<Uuid> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().and_then(|n| Uuid::parse_str(n).ok()))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Writes `bytes` at `path` only if nothing is there (`PutMode::Create`).
+    pub(crate) async fn put_if_absent(
+        &self,
+        path: &Path,
+        bytes: Bytes,
+    ) -> object_store::Result<CreateOutcome> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .object_store
+            .put_opts(path, PutPayload::from_bytes(bytes), opts)
+            .await
+        {
+            Ok(_) => Ok(CreateOutcome::Created),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => Ok(CreateOutcome::AlreadyExists),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Overwrites `path` (only for the best-effort `version_hint.json`).
+    pub(crate) async fn put_overwrite(
+        &self,
+        path: &Path,
+        bytes: Bytes,
+    ) -> object_store::Result<()> {
+        self.object_store
+            .put(path, PutPayload::from_bytes(bytes))
+            .await
+            .map(|_| ())
+    }
+
+    /// The object at `path`, or `None` if there is none.
+    pub(crate) async fn get(&self, path: &Path) -> object_store::Result<Option<Bytes>> {
+        match self.object_store.get(path).await {
+            Ok(r) => Ok(Some(r.bytes().await?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether an object exists at `path`. Errors other than not-found are errors, never
+    /// "absent" (reference §1.3).
+    pub(crate) async fn exists(&self, path: &Path) -> object_store::Result<bool> {
+        match self.object_store.head(path).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every object under `prefix` (recursive).
+    pub(crate) async fn list(&self, prefix: &Path) -> object_store::Result<Vec<ObjectMeta>> {
+        self.object_store.list(Some(prefix)).try_collect().await
+    }
+}
+
+/// Name of the directory holding all shards under a store root.
+pub const MEM_WAL_DIR: &str = "_mem_wal";
+
+/// `n` bit-reversed and printed as 64 binary digits, then `.ext` (reference §1.2): spreads
+/// sequential keys across S3 partitions.
+pub fn bitrev64_name(n: u64, ext: &str) -> String {
+    format!("{:064b}.{ext}", n.reverse_bits())
+}
+
+/// Inverse of [`bitrev64_name`]: the number, if `name` is exactly 64 binary digits followed by
+/// an extension. Anything else (staging files, hints, foreign files) is `None`.
+pub fn parse_bitrev64_name(name: &str) -> Option<u64> {
+    let stem = name.split_once('.').map(|(s, _)| s).unwrap_or(name);
+    if stem.len() != 64 || !stem.bytes().all(|b| b == b'0' || b == b'1') {
+        return None;
+    }
+    u64::from_str_radix(stem, 2).ok().map(u64::reverse_bits)
+}
+
+/// Eight random lowercase hex characters: the prefix of a generation directory, fresh per flush
+/// attempt so a retry never reuses a partially written directory.
+pub fn random8hex() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
+/// Every object path of one shard (reference §1.2 layout).
+#[derive(Debug, Clone)]
+pub struct ShardPaths {
+    shard_id: Uuid,
+    shard_dir: Path,
+}
+
+impl ShardPaths {
+    fn new(root: &Path, shard_id: Uuid) -> Self {
+        let shard_dir = root
+            .clone()
+            .join(MEM_WAL_DIR)
+            .join(shard_id.hyphenated().to_string().as_str());
+        ShardPaths {
+            shard_id,
+            shard_dir,
+        }
+    }
+
+    /// The shard's id.
+    pub fn shard_id(&self) -> Uuid {
+        self.shard_id
+    }
+
+    /// `_mem_wal/<shard>`
+    pub fn shard_dir(&self) -> &Path {
+        &self.shard_dir
+    }
+
+    /// `_mem_wal/<shard>/manifest`
+    pub fn manifest_dir(&self) -> Path {
+        self.shard_dir.clone().join("manifest")
+    }
+
+    /// `_mem_wal/<shard>/manifest/<bitrev64(version)>.binpb`
+    pub fn manifest(&self, version: u64) -> Path {
+        self.manifest_dir()
+            .join(bitrev64_name(version, "binpb").as_str())
+    }
+
+    /// `_mem_wal/<shard>/manifest/version_hint.json`
+    pub fn version_hint(&self) -> Path {
+        self.manifest_dir().join("version_hint.json")
+    }
+
+    /// `_mem_wal/<shard>/wal`
+    pub fn wal_dir(&self) -> Path {
+        self.shard_dir.clone().join("wal")
+    }
+
+    /// `_mem_wal/<shard>/wal/<bitrev64(position)>.arrow`
+    pub fn wal_entry(&self, position: u64) -> Path {
+        self.wal_dir()
+            .join(bitrev64_name(position, "arrow").as_str())
+    }
+
+    /// `<random8hex>_gen_<g>`: a generation directory name, relative to the shard directory.
+    pub fn new_generation_dir_name(generation: u64) -> String {
+        format!("{}_gen_{generation}", random8hex())
+    }
+
+    /// `_mem_wal/<shard>/<dir>/data.parquet`
+    pub fn generation_file(&self, dir_name: &str) -> Path {
+        self.shard_dir
+            .clone()
+            .join(dir_name)
+            .join(GENERATION_FILE_NAME)
+    }
+}
+
+/// File name of a generation's data inside its directory.
+pub const GENERATION_FILE_NAME: &str = "data.parquet";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitrev64_names_match_the_reference() {
+        assert_eq!(0u64.reverse_bits(), 0);
+        assert_eq!(1u64.reverse_bits(), 0x8000_0000_0000_0000);
+        assert_eq!(5u64.reverse_bits(), 0xa000_0000_0000_0000);
+        assert_eq!(
+            bitrev64_name(1, "binpb"),
+            format!("1{}.binpb", "0".repeat(63))
+        );
+        assert_eq!(
+            bitrev64_name(5, "lance"),
+            format!("101{}.lance", "0".repeat(61))
+        );
+        for n in [1u64, 2, 5, 1000, u64::MAX, 1 << 40] {
+            assert_eq!(parse_bitrev64_name(&bitrev64_name(n, "arrow")), Some(n));
+        }
+    }
+
+    #[test]
+    fn foreign_names_do_not_parse() {
+        for bad in [
+            "invalid",
+            "123.binpb",
+            &format!("{}.binpb", "1".repeat(65)),
+            &format!("{}2.arrow", "0".repeat(63)),
+            "version_hint.json",
+        ] {
+            assert_eq!(parse_bitrev64_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn shard_paths_follow_the_layout() {
+        let id = Uuid::parse_str("550e8400-e29b-41d4-a716-446655440000").unwrap();
+        let p = ShardPaths::new(&Path::from("my/dataset"), id);
+        assert_eq!(
+            p.wal_dir().to_string(),
+            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/wal"
+        );
+        assert_eq!(
+            p.manifest_dir().to_string(),
+            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/manifest"
+        );
+        assert_eq!(
+            p.generation_file("a1b2c3d4_gen_5").to_string(),
+            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/a1b2c3d4_gen_5/data.parquet"
+        );
+        let p = ShardPaths::new(&Path::default(), id);
+        assert_eq!(
+            p.wal_dir().to_string(),
+            "_mem_wal/550e8400-e29b-41d4-a716-446655440000/wal"
+        );
+    }
+
+    #[test]
+    fn random8hex_is_eight_hex_chars_and_varies() {
+        let a = random8hex();
+        assert_eq!(a.len(), 8);
+        assert!(
+            a.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        let distinct: std::collections::HashSet<_> = (0..16).map(|_| random8hex()).collect();
+        assert!(distinct.len() > 1);
+    }
+
+    #[test]
+    fn locations_parse() {
+        assert!(Store::from_uri("").is_err());
+        let e = Store::from_uri("gopher://x").unwrap_err();
+        assert!(e.to_string().contains("gopher://"), "{e}");
+        let e = Store::from_uri("file://relative/dir").unwrap_err();
+        assert!(e.to_string().contains("absolute"), "{e}");
+        let a = Store::from_uri("memory://shared-x").unwrap();
+        let b = Store::from_uri("memory://shared-x").unwrap();
+        assert!(Arc::ptr_eq(a.faults(), b.faults()));
+        let c = Store::from_uri("memory://other-x").unwrap();
+        assert!(!Arc::ptr_eq(a.faults(), c.faults()));
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::from_uri(&format!("file://{}", dir.path().display())).unwrap();
+        assert!(s.location().contains(dir.path().to_str().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn put_if_absent_creates_once() {
+        for store in [Store::memory(), {
+            let d = tempfile::tempdir().unwrap().keep();
+            Store::local(d).unwrap()
+        }] {
+            let p = store.shard_paths(Uuid::new_v4()).wal_entry(1);
+            assert!(!store.exists(&p).await.unwrap());
+            let r = store
+                .put_if_absent(&p, Bytes::from_static(b"a"))
+                .await
+                .unwrap();
+            assert_eq!(r, CreateOutcome::Created);
+            let r = store
+                .put_if_absent(&p, Bytes::from_static(b"b"))
+                .await
+                .unwrap();
+            assert_eq!(r, CreateOutcome::AlreadyExists);
+            assert_eq!(store.get(&p).await.unwrap().unwrap().as_ref(), b"a");
+            assert!(store.exists(&p).await.unwrap());
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! [`WalAppender`]: appends entries at the next WAL position (reference §3.2).
+//!
+//! Outcomes of one append:
+//! - **created**: the entry is durable (the store's put returned); the position advances.
+//! - **slot taken** (`AlreadyExists`): read the manifest. A higher epoch means a successor
+//!   fenced us: `PeerClaimedEpoch`. Otherwise, if an earlier attempt at this very slot failed,
+//!   the slot may hold our own write whose acknowledgement was lost, or a peer's: ambiguous, so
+//!   `PersistenceFailure` ("taken after a failed PUT"). We never write the same data to the
+//!   next slot, which could duplicate it. A slot taken with no failed attempt and no higher
+//!   epoch cannot happen in a correct deployment; memwal treats it as `PersistenceFailure` too
+//!   rather than skipping ahead (Lance skips, which could leave our rows behind another
+//!   writer's).
+//! - **other error**: check the manifest first (a successor's fence is terminal; do not spend
+//!   retries), then retry the **same** position with exponential backoff; after
+//!   `max_wal_persist_retries` retries, `PersistenceFailure`.
+
+use arrow_array::RecordBatch;
+use bytes::Bytes;
+
+use crate::config::RetryPolicy;
+use crate::error::{Error, Result};
+use crate::manifest::ManifestStore;
+use crate::store::{CreateOutcome, ShardPaths, Store};
+use crate::wal::entry;
+
+/// What one successful append wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendedEntry {
+    /// The entry's WAL position.
+    pub position: u64,
+    /// Batches in the entry.
+    pub num_batches: usize,
+    /// Rows in the entry.
+    pub num_rows: usize,
+    /// Encoded size in bytes.
+    pub bytes: usize,
+}
+
+/// Fence sentinel conflicts tolerated before giving up (reference §3.1).
+const MAX_SENTINEL_CONFLICTS: u32 = 1024;
+
+/// Appends WAL entries for one writer epoch. See the module docs.
+#[derive(Debug)]
+pub struct WalAppender {
+    store: Store,
+    paths: ShardPaths,
+    manifests: ManifestStore,
+    epoch: u64,
+    next_position: u64,
+    retry: RetryPolicy,
+}
+
+impl WalAppender {
+    /// An appender for `epoch` whose next append goes to `next_position`.
+    pub(crate) fn new(
+        store: Store,
+        paths: ShardPaths,
+        manifests: ManifestStore,
+        epoch: u64,
+        next_position: u64,
+        retry: RetryPolicy,
+    ) -> Self {
+        WalAppender {
+            store,
+            paths,
+            manifests,
+            epoch,
+            next_position: next_position.max(1),
+            retry,
+        }
+    }
+
+    /// The position the next append will try.
+    pub fn next_position(&self) -> u64 {
+        self.next_position
+    }
+
+    pub(crate) fn set_next_position(&mut self, position: u64) {
+        self.next_position = position.max(1);
+    }
+
+    /// The writer epoch stamped on every entry.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Appends `batches` as one entry at the next position.
+    pub async fn append(&mut self, batches: &[RecordBatch]) -> Result<AppendedEntry> {
+        let bytes = entry::encode_entry(self.epoch, batches)?;
+        let len = bytes.len();
+        let position = self.append_encoded(bytes).await?;
+        Ok(AppendedEntry {
+            position,
+            num_batches: batches.len(),
+            num_rows: batches.iter().map(|b| b.num_rows()).sum(),
+            bytes: len,
+        })
+    }
+
+    /// `Some(PeerClaimedEpoch)` if the manifest shows a higher epoch. A failed manifest read
+    /// yields `None`: the caller then treats the situation as its own failure.
+    async fn successor_fence(&self) -> Option<Error> {
+        match self.manifests.check_fenced(self.epoch).await {
+            Err(e) if e.fence_reason().is_some() => Some(e),
+            _ => None,
+        }
+    }
+
+    async fn append_encoded(&mut self, bytes: Bytes) -> Result<u64> {
+        let position = self.next_position;
+        let shard = self.paths.shard_id();
+        let path = self.paths.wal_entry(position);
+        let mut failed_attempts: u32 = 0;
+        loop {
+            match self.store.put_if_absent(&path, bytes.clone()).await {
+                Ok(CreateOutcome::Created) => {
+                    self.next_position = position + 1;
+                    return Ok(position);
+                }
+                Ok(CreateOutcome::AlreadyExists) => {
+                    if let Some(fence) = self.successor_fence().await {
+                        return Err(fence);
+                    }
+                    let message = if failed_attempts > 0 {
+                        format!(
+                            "WAL position {position} for shard {shard} was taken after a failed PUT; in-memory state may diverge from the durable WAL, reopen to replay"
+                        )
+                    } else {
+                        format!(
+                            "WAL position {position} for shard {shard} is already taken although no writer claimed a higher epoch; in-memory state may diverge from the durable WAL, reopen to replay"
+                        )
+                    };
+                    return Err(Error::persistence_failure(message, None));
+                }
+                Err(e) => {
+                    if let Some(fence) = self.successor_fence().await {
+                        return Err(fence);
+                    }
+                    if failed_attempts >= self.retry.max_retries {
+                        return Err(Error::persistence_failure(
+                            format!(
+                                "WAL persistence failed for shard {shard} at position {position} after {failed_attempts} retries; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
+                            ),
+                            Some(std::sync::Arc::new(e)),
+                        ));
+                    }
+                    failed_attempts += 1;
+                    tokio::time::sleep(self.retry.delay(failed_attempts)).await;
+                }
+            }
+        }
+    }
+
+    /// Writes a fence sentinel at the WAL tip, starting the search at `tip`, and moves the
+    /// next position past it (reference §3.1). A slot taken meanwhile means another entry
+    /// landed there; the sentinel goes to the next slot. Returns the sentinel's position.
+    pub async fn write_fence_sentinel(&mut self, tip: u64) -> Result<u64> {
+        let bytes = entry::encode_sentinel(self.epoch)?;
+        let shard = self.paths.shard_id();
+        let mut position = tip.max(1);
+        let mut conflicts = 0u32;
+        let mut failed_attempts = 0u32;
+        loop {
+            match self
+                .store
+                .put_if_absent(&self.paths.wal_entry(position), bytes.clone())
+                .await
+            {
+                Ok(CreateOutcome::Created) => {
+                    self.next_position = position + 1;
+                    return Ok(position);
+                }
+                Ok(CreateOutcome::AlreadyExists) => {
+                    // A failed attempt at this slot may have landed: then it is our sentinel.
+                    if failed_attempts > 0
+                        && let Ok(Some(e)) =
+                            super::read_entry(&self.store, &self.paths, position).await
+                        && e.is_sentinel
+                        && e.writer_epoch == self.epoch
+                    {
+                        self.next_position = position + 1;
+                        return Ok(position);
+                    }
+                    conflicts += 1;
+                    failed_attempts = 0;
+                    if conflicts >= MAX_SENTINEL_CONFLICTS {
+                        return Err(Error::io_msg(format!(
+                            "fence sentinel write for shard {shard} failed after {conflicts} conflicts; retry the open"
+                        )));
+                    }
+                    position += 1;
+                }
+                Err(e) => {
+                    if failed_attempts >= self.retry.max_retries {
+                        return Err(Error::io(
+                            format!(
+                                "writing the fence sentinel of shard {shard} at WAL position {position} failed after {failed_attempts} retries"
+                            ),
+                            e,
+                        ));
+                    }
+                    failed_attempts += 1;
+                    tokio::time::sleep(self.retry.delay(failed_attempts)).await;
+                }
+            }
+        }
+    }
+}

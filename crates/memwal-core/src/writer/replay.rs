@@ -1,0 +1,100 @@
+//! Replay on open: WAL entries after the manifest's replay cursor go back into MemTables.
+//!
+//! Replay starts at `replay_after_wal_entry_position + 1` and reads up to the first missing
+//! position, whatever epoch wrote each entry (reference §5). Sentinels are skipped. An entry
+//! with an epoch above ours means a successor claimed the shard while we opened: open aborts
+//! with `PeerClaimedEpoch`. Replayed batches are marked WAL-appended at their entry's
+//! position, so they are never appended again (reference §10.3) and the generation flush of a
+//! replayed MemTable moves the cursor to exactly the entries it holds. MemTables rotate when
+//! full; an entry is never split across two MemTables (the cursor could otherwise skip the
+//! half in the unflushed one).
+
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+
+use crate::batch_store::estimated_batch_bytes;
+use crate::config::WriterConfig;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::reader::conform;
+use crate::store::{ShardPaths, Store};
+use crate::wal;
+
+/// MemTables rebuilt from the WAL.
+pub(crate) struct Replayed {
+    /// Full MemTables, oldest first, to be queued for generation flushes.
+    pub frozen: Vec<Arc<MemTable>>,
+    /// The MemTable that takes new puts.
+    pub active: Arc<MemTable>,
+    /// The first empty WAL position.
+    pub next_position: u64,
+}
+
+pub(crate) async fn replay(
+    store: &Store,
+    paths: &ShardPaths,
+    schema: &SchemaRef,
+    config: &WriterConfig,
+    epoch: u64,
+    replay_after: u64,
+    first_generation: u64,
+) -> Result<Replayed> {
+    let capacity = config.max_memtable_batches;
+    let max_size = config.max_memtable_size;
+    let mut frozen = Vec::new();
+    let mut active = Arc::new(MemTable::new(first_generation, capacity));
+    let next_position = wal::read_run(store, paths, replay_after + 1, |entry| {
+        if entry.writer_epoch > epoch {
+            return Err(Error::peer_claimed(format!(
+                "WAL replay aborted: entry at position {} has writer_epoch {} > our claimed epoch {epoch} for shard {} (writer was fenced during open)",
+                entry.position,
+                entry.writer_epoch,
+                paths.shard_id()
+            )));
+        }
+        if entry.is_sentinel {
+            return Ok(());
+        }
+        let object = paths.wal_entry(entry.position);
+        let batches = entry
+            .batches
+            .iter()
+            .map(|b| conform(b, schema))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Error::corrupt(object.as_ref(), format!("WAL entry does not match the shard schema: {e}"), None))?;
+        let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
+        let rotate = |active: &mut Arc<MemTable>, frozen: &mut Vec<Arc<MemTable>>, cap: usize| {
+            let next = Arc::new(MemTable::new(active.generation() + 1, cap));
+            frozen.push(std::mem::replace(active, next));
+        };
+        if !active.store().is_empty() && active.would_overflow(batches.len(), bytes, max_size) {
+            rotate(&mut active, &mut frozen, capacity);
+        }
+        if batches.len() > active.store().remaining() {
+            // An entry larger than our MemTable capacity (written with a larger one): give it
+            // a MemTable of its own size.
+            active = Arc::new(MemTable::new(active.generation(), batches.len()));
+        }
+        let range = active
+            .insert(&batches)
+            .expect("replay made room for the entry");
+        active.store().mark_wal_appended(range.end, entry.position);
+        if active.should_freeze(max_size) {
+            rotate(&mut active, &mut frozen, capacity);
+        }
+        Ok(())
+    })
+    .await?;
+    if active.store().capacity() != capacity {
+        // Only reachable when the oversized MemTable was also the last one; give puts a
+        // normal one.
+        let next = Arc::new(MemTable::new(active.generation() + 1, capacity));
+        frozen.push(std::mem::replace(&mut active, next));
+    }
+    Ok(Replayed {
+        frozen,
+        active,
+        next_position,
+    })
+}
