@@ -447,11 +447,8 @@ impl ShardWriter {
                 } else {
                     let limit = inner.config.max_wal_buffer_size;
                     if limit > 0 {
-                        // Reference §6: a baseline, reset when a drain shrank the queue, so
-                        // the trigger keeps firing after the first flush.
-                        if wo.pending_bytes < wo.size_baseline {
-                            wo.size_baseline = 0;
-                        }
+                        // Reference §6: a baseline, reset by every drain of the queue (in the
+                        // flush handler), so the trigger keeps firing after the first flush.
                         while wo.pending_bytes >= wo.size_baseline + limit {
                             wo.size_baseline += limit;
                             let _ = inner.wal_tx.send(WalMsg::FlushWalOnly {

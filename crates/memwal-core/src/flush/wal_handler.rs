@@ -268,6 +268,10 @@ impl WalFlushHandler {
                     }
                 }
                 wo.appended = snapshot_end;
+                // The size trigger counts from the last drain. Detecting the drain from the
+                // queue size alone misses it when a put refills the queue to the old size,
+                // and the trigger then stays silent for a whole buffer.
+                wo.size_baseline = 0;
             }
         }
         self.inner.bump_progress();

@@ -63,7 +63,8 @@ pub(crate) struct WalOnlyState {
     pub pending_bytes: u64,
     /// Lifetime positions `[0, appended)` are in the WAL.
     pub appended: u64,
-    /// Size-trigger baseline (reference §6).
+    /// Size-trigger baseline (reference §6): pending bytes already covered by a queued
+    /// trigger. Reset to 0 by the flush handler whenever it drains the queue.
     pub size_baseline: u64,
 }
 

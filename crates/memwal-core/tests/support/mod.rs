@@ -1,11 +1,19 @@
 //! Shared harness for memwal-core integration tests.
 #![allow(dead_code)]
 
+use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use memwal_core::manifest::{ManifestStore, ShardManifest};
 use memwal_core::{ShardReader, ShardWriter, Store, WalTailer, WriterConfig};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use uuid::Uuid;
 
 /// `id: Int32 not null, name: Utf8` (the reference's test schema).
@@ -54,14 +62,19 @@ pub fn ids(batches: &[RecordBatch]) -> Vec<i32> {
 pub struct Backend {
     pub name: &'static str,
     pub store: Store,
+    /// The same objects without memwal's wrapper (no faults), for planting objects a
+    /// misbehaving process could have written.
+    raw: Arc<dyn ObjectStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
 impl Backend {
     pub fn memory() -> Self {
+        let raw: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         Backend {
             name: "memory",
-            store: Store::memory(),
+            store: Store::from_object_store(raw.clone(), Path::default(), "memory://test"),
+            raw,
             _dir: None,
         }
     }
@@ -72,8 +85,19 @@ impl Backend {
         Backend {
             name: "local",
             store,
+            // `Store::local` roots its paths at the absolute directory, on an unprefixed
+            // `LocalFileSystem`, so the same paths work here.
+            raw: Arc::new(object_store::local::LocalFileSystem::new()),
             _dir: Some(dir),
         }
+    }
+
+    /// Writes `bytes` at `path` directly, bypassing memwal (and its put-if-absent).
+    pub async fn plant(&self, path: &Path, bytes: Bytes) {
+        self.raw
+            .put(path, PutPayload::from_bytes(bytes))
+            .await
+            .unwrap();
     }
 
     /// One of each.
@@ -149,4 +173,115 @@ pub async fn wal_entries(store: &Store, shard: Uuid) -> Vec<(u64, u64, usize)> {
 pub async fn recovered_ids(store: &Store, shard: Uuid) -> Vec<i32> {
     let r = ShardReader::open(store.clone(), shard).await.unwrap();
     ids(&r.scan().await.unwrap().batches)
+}
+
+/// Polls `cond` every millisecond (tokio time, so paused tests auto-advance) until it holds;
+/// panics naming `what` after 10 s. For background effects no call reports (triggers,
+/// tickers): a wait on a condition, never a blind sleep.
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Like [`wait_until`], for a condition that needs the store.
+pub async fn wait_until_async<F: Future<Output = bool>>(what: &str, mut cond: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Fails unless `fut` is still pending after the runtime has nothing else to do for `ms`
+/// milliseconds (use under `start_paused`, where that is deterministic).
+pub async fn assert_pending_for<T: std::fmt::Debug>(
+    ms: u64,
+    fut: &mut (impl Future<Output = T> + Unpin),
+) {
+    if let Ok(v) = tokio::time::timeout(Duration::from_millis(ms), fut).await {
+        panic!("expected still pending after {ms} ms, got {v:?}");
+    }
+}
+
+/// One shard in one store, with the checks most tests make.
+#[derive(Clone)]
+pub struct Shard {
+    pub store: Store,
+    pub id: Uuid,
+}
+
+impl Shard {
+    /// A new shard id in `store`.
+    pub fn new(store: &Store) -> Self {
+        Shard {
+            store: store.clone(),
+            id: Uuid::new_v4(),
+        }
+    }
+
+    /// Opens a writer of this shard; panics on failure.
+    pub async fn open(&self, config: WriterConfig) -> ShardWriter {
+        open(&self.store, self.id, config).await
+    }
+
+    /// Opens a writer of this shard.
+    pub async fn try_open(&self, config: WriterConfig) -> memwal_core::Result<ShardWriter> {
+        ShardWriter::open(self.store.clone(), schema(), on(self.id, config)).await
+    }
+
+    /// The manifest store of this shard (what an external process would use).
+    pub fn manifests(&self) -> ManifestStore {
+        ManifestStore::new(self.store.clone(), self.store.shard_paths(self.id))
+    }
+
+    /// The latest manifest; panics if there is none.
+    pub async fn manifest(&self) -> ShardManifest {
+        self.manifests()
+            .read_latest()
+            .await
+            .unwrap()
+            .expect("shard has a manifest")
+    }
+
+    pub async fn tailer(&self) -> WalTailer {
+        WalTailer::open(self.store.clone(), self.id).await.unwrap()
+    }
+
+    /// WAL entries, sentinels included.
+    pub async fn wal_len(&self) -> u64 {
+        wal_len(&self.store, self.id).await
+    }
+
+    /// Non-sentinel WAL entries as (position, epoch, rows).
+    pub async fn wal_entries(&self) -> Vec<(u64, u64, usize)> {
+        wal_entries(&self.store, self.id).await
+    }
+
+    /// Ids a fresh `ShardReader` recovers, in order.
+    pub async fn recovered_ids(&self) -> Vec<i32> {
+        recovered_ids(&self.store, self.id).await
+    }
+
+    /// A fresh reader recovers exactly `expected`, in this order.
+    pub async fn assert_recovered(&self, expected: impl IntoIterator<Item = i32>) {
+        let expected: Vec<i32> = expected.into_iter().collect();
+        assert_eq!(self.recovered_ids().await, expected, "recovered ids");
+    }
+
+    /// A fresh reader recovers every id at most once.
+    pub async fn assert_no_duplicates(&self) -> HashSet<i32> {
+        let got = self.recovered_ids().await;
+        let set: HashSet<i32> = got.iter().copied().collect();
+        assert_eq!(set.len(), got.len(), "duplicate ids recovered: {got:?}");
+        set
+    }
 }
