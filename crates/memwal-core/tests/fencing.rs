@@ -1,0 +1,285 @@
+//! Fencing: one writer per shard. A new writer claims a higher epoch and writes a fence
+//! sentinel; the stale writer's next WAL append, generation flush, seal or check fails with
+//! `Fenced(PeerClaimedEpoch)`, and a writer that cannot vouch for its WAL poisons itself with
+//! `Fenced(PersistenceFailure)` (reference §3).
+
+mod support;
+
+use memwal_core::{ErrorCode, FenceReason, WriterConfig};
+use support::*;
+
+fn assert_peer_claimed(e: &memwal_core::Error) {
+    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
+    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("Writer fenced (peer claimed epoch): "),
+        "{e}"
+    );
+}
+
+// Reference §8.2 scenario 25 (WAL-only config, as in the reference).
+#[tokio::test]
+async fn check_fenced_detects_a_successor_claim() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            enable_memtable: false,
+            ..durable()
+        };
+        let a = shard.open(config.clone()).await;
+        a.check_fenced().await.unwrap();
+        let b = shard.open(config).await;
+        assert_peer_claimed(&a.check_fenced().await.unwrap_err());
+        b.check_fenced().await.unwrap();
+        b.close().await.unwrap();
+    }
+}
+
+// Reference §8.6 scenario 99: memwal keeps no manifest cache, so a writer that just read the
+// manifest still sees a peer's later claim.
+#[tokio::test]
+async fn check_fenced_reads_storage_even_after_a_recent_manifest_read() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let a = shard.open(durable()).await;
+    let warm = a.manifest().await.unwrap().unwrap();
+    assert_eq!(warm.writer_epoch, a.epoch());
+    a.check_fenced().await.unwrap();
+    let b = shard.open(durable()).await;
+    assert_peer_claimed(&a.check_fenced().await.unwrap_err());
+    assert_eq!(
+        a.manifest().await.unwrap().unwrap().writer_epoch,
+        b.epoch(),
+        "the writer's manifest read is not cached either"
+    );
+}
+
+// Reference §8.2 scenario 18. memwal keeps the fence typed through the generation flush
+// (reference §10.18): close reports `PeerClaimedEpoch`, not a flattened I/O error.
+#[tokio::test]
+async fn close_of_a_stale_writer_reports_the_fence() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![rows(0, 10)]).await.unwrap();
+        let b = shard.open(durable()).await;
+        let e = a.close().await.unwrap_err();
+        assert_peer_claimed(&e);
+        assert!(e.to_string().contains("Writer fenced"), "{e}");
+        // The stale writer published nothing; the successor owns A's durable rows.
+        assert!(shard.manifest().await.flushed_generations.is_empty());
+        assert_eq!(ids(&b.scan().await.unwrap()), (0..10).collect::<Vec<_>>());
+        b.close().await.unwrap();
+        let m = shard.manifest().await;
+        assert_eq!(m.flushed_generations.len(), 1, "{}", backend.name);
+        assert_eq!(m.writer_epoch, 2);
+        shard.assert_recovered(0..10).await;
+    }
+}
+
+// Reference §8.2 scenario 19, with a size-triggered freeze (which skips `force_seal_active`'s
+// up-front fence check): the stale writer's generation flush fails its manifest check, so the
+// frozen MemTable is kept in memory, unpublished, and the drain reports the fence.
+#[tokio::test]
+async fn a_frozen_memtable_of_a_stale_writer_is_kept_and_not_published() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let one = memwal_core::batch_store::estimated_batch_bytes(&rows(0, 10));
+        let config = WriterConfig {
+            max_memtable_size: 2 * one - 1,
+            ..durable()
+        };
+        let a = shard.open(config.clone()).await;
+        let initial = a.memtable_stats().unwrap().generation;
+        a.put(vec![rows(0, 10)]).await.unwrap();
+        let b = shard.open(durable()).await;
+        // This put freezes generation `initial` first (it would not fit), then fails on its
+        // own append, which hits B's sentinel.
+        let e = a.put(vec![rows(10, 10)]).await.unwrap_err();
+        assert_peer_claimed(&e);
+        assert_peer_claimed(&a.wait_for_flush_drain().await.unwrap_err());
+        let s = a.memtable_stats().unwrap();
+        assert_eq!(s.generation, initial + 1);
+        assert_eq!(s.frozen_memtable_count, 1, "{}", backend.name);
+        assert!(s.frozen_estimated_bytes > 0);
+        assert!(shard.manifest().await.flushed_generations.is_empty());
+        b.close().await.unwrap();
+        shard.assert_recovered(0..10).await;
+    }
+}
+
+// Reference §2.9: `force_seal_active` checks the manifest first.
+#[tokio::test]
+async fn force_seal_of_a_stale_writer_fails_without_freezing() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let a = shard.open(non_durable()).await;
+    a.put(vec![rows(0, 3)]).await.unwrap();
+    let _b = shard.open(durable()).await;
+    assert_peer_claimed(&a.force_seal_active().await.unwrap_err());
+    let s = a.memtable_stats().unwrap();
+    assert_eq!((s.frozen_memtable_count, s.row_count), (0, 3));
+}
+
+// A non-durable stale writer accepts rows in memory (it cannot know better), but making them
+// durable fails with the fence, and none of them reaches the successor.
+#[tokio::test]
+async fn a_stale_non_durable_writer_cannot_make_rows_durable() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(non_durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        a.flush().await.unwrap();
+        let b = shard.open(durable()).await;
+        a.put(vec![batch([2])]).await.unwrap();
+        assert_peer_claimed(&a.flush().await.unwrap_err());
+        // Latched: reads and writes now fail fast.
+        assert_peer_claimed(&a.scan().await.unwrap_err());
+        assert_peer_claimed(&a.put(vec![batch([3])]).await.unwrap_err());
+        b.put(vec![batch([4])]).await.unwrap();
+        b.close().await.unwrap();
+        shard.assert_recovered([1, 4]).await;
+    }
+}
+
+// Reference §8.2 scenario 26: a persistence failure poisons the writer (later puts fail fast
+// with the same reason, with no I/O); after the store heals, a reopened writer works.
+#[tokio::test]
+async fn a_poisoned_writer_recovers_by_reopening() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let faults = backend.store.faults();
+        let config = WriterConfig {
+            max_wal_persist_retries: 1,
+            ..durable()
+        };
+        let a = shard.open(config.clone()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        faults.fail_wal_puts(u64::MAX);
+        let e = a.put(vec![batch([2])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert!(
+            e.to_string()
+                .starts_with("Writer fenced (persistence failure): "),
+            "{e}"
+        );
+        let attempts = faults.wal_put_attempts();
+        let e = a.put(vec![batch([3])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert_eq!(faults.wal_put_attempts(), attempts, "failed fast");
+        drop(a);
+        faults.recover();
+        let b = shard.open(config).await;
+        assert_eq!(ids(&b.scan().await.unwrap()), vec![1], "{}", backend.name);
+        b.put(vec![batch([4])]).await.unwrap();
+        b.close().await.unwrap();
+        shard.assert_recovered([1, 4]).await;
+    }
+}
+
+// Ownership hands over along a chain of writers; each one's durable rows survive, and every
+// writer but the last is fenced.
+#[tokio::test]
+async fn ownership_hands_over_along_a_chain_of_writers() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let mut writers = Vec::new();
+        for i in 0..4 {
+            let w = shard.open(durable()).await;
+            assert_eq!(w.epoch(), i as u64 + 1);
+            w.put(vec![batch([i])]).await.unwrap();
+            writers.push(w);
+        }
+        let last = writers.pop().unwrap();
+        for w in &writers {
+            assert_peer_claimed(&w.put(vec![batch([100])]).await.unwrap_err());
+        }
+        assert_eq!(ids(&last.scan().await.unwrap()), vec![0, 1, 2, 3]);
+        last.close().await.unwrap();
+        shard.assert_recovered(0..4).await;
+    }
+}
+
+// Concurrent opens: every writer that opened holds a distinct epoch, a losing claim fails with
+// `PeerClaimedEpoch`, and only the highest epoch can write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_claim_distinct_epochs() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let seed = shard.open(durable()).await;
+        seed.put(vec![batch([0])]).await.unwrap();
+        let opens = (0..6).map(|_| {
+            let shard = shard.clone();
+            tokio::spawn(async move { shard.try_open(durable()).await })
+        });
+        let mut opened = Vec::new();
+        for r in futures::future::join_all(opens).await {
+            match r.unwrap() {
+                Ok(w) => opened.push(w),
+                Err(e) => assert_peer_claimed(&e),
+            }
+        }
+        assert!(!opened.is_empty());
+        let mut epochs: Vec<u64> = opened.iter().map(|w| w.epoch()).collect();
+        epochs.sort();
+        epochs.dedup();
+        assert_eq!(epochs.len(), opened.len(), "epochs are distinct");
+        let top = epochs.last().copied().unwrap();
+        assert_eq!(shard.manifest().await.writer_epoch, top);
+        for (i, w) in opened.iter().enumerate() {
+            let r = w.put(vec![batch([1 + i as i32])]).await;
+            if w.epoch() == top {
+                r.unwrap();
+            } else {
+                assert_peer_claimed(&r.unwrap_err());
+            }
+        }
+        assert_peer_claimed(&seed.put(vec![batch([99])]).await.unwrap_err());
+        let winner = opened.into_iter().find(|w| w.epoch() == top).unwrap();
+        let got = ids(&winner.scan().await.unwrap());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], 0);
+        winner.close().await.unwrap();
+        shard.assert_recovered(got).await;
+    }
+}
+
+// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
+// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
+// caused by the batch limit rather than `force_seal_active`).
+#[tokio::test]
+async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_batches: 1,
+            ..durable()
+        };
+        let a = shard.open(config).await;
+        let r = a.put(vec![batch([1])]).await.unwrap();
+        assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
+        a.wait_for_flush_drain().await.unwrap();
+        let b = shard.open(durable()).await;
+        let e = a.put(vec![batch([2])]).await.unwrap_err();
+        assert_peer_claimed(&e);
+        b.close().await.unwrap();
+        shard.assert_recovered([1]).await;
+    }
+}
+
+// Writers share fencing through any handle on the same store, e.g. two `memory://NAME`
+// handles.
+#[tokio::test]
+async fn named_memory_stores_are_shared_between_writers() {
+    let name = format!("fencing-{}", uuid::Uuid::new_v4());
+    let s1 = memwal_core::Store::named_memory(&name);
+    let s2 = memwal_core::Store::from_uri(&format!("memory://{name}")).unwrap();
+    let shard_id = uuid::Uuid::new_v4();
+    let a = open(&s1, shard_id, durable()).await;
+    a.put(vec![batch([1])]).await.unwrap();
+    let b = open(&s2, shard_id, durable()).await;
+    assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
+    assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
+    b.close().await.unwrap();
+}

@@ -1,0 +1,345 @@
+//! The WAL through the public API: appends, retries at one slot, poisoning, lost
+//! acknowledgements, fence sentinels, and the read-only `WalTailer` (reference §8.3).
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use memwal_core::{ErrorCode, FenceReason, ShardReader, WriterConfig};
+use support::*;
+
+// Reference §8.3 scenario 56: appends land at 1, 2, …; the tailer reads them back with their
+// epoch, without memwal's entry metadata in the batches' schema.
+#[tokio::test]
+async fn appends_and_tailer_round_trip() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        assert_eq!(w.epoch(), 1);
+        assert_eq!(w.wal_stats().fence_sentinel_position, None);
+        w.put(vec![rows(0, 4)]).await.unwrap();
+        let s = w.wal_stats();
+        assert_eq!(s.next_wal_entry_position, 2);
+        assert_eq!(s.entries_appended, 1);
+        assert!(s.bytes_appended > 0);
+        w.put(vec![rows(4, 2)]).await.unwrap();
+        assert_eq!(w.wal_stats().next_wal_entry_position, 3);
+
+        let t = shard.tailer().await;
+        assert_eq!(t.next_position().await.unwrap(), 3, "{}", backend.name);
+        let e = t.read(1).await.unwrap().unwrap();
+        assert_eq!(e.position, 1);
+        assert_eq!(e.writer_epoch, 1);
+        assert!(!e.is_sentinel);
+        assert_eq!(e.batches.len(), 1);
+        assert_eq!(e.num_rows(), 4);
+        for b in &e.batches {
+            assert!(
+                !b.schema().metadata().contains_key("writer_epoch"),
+                "{:?}",
+                b.schema().metadata()
+            );
+        }
+        assert_eq!(e.schema.fields(), schema().fields());
+        assert_eq!(t.read(2).await.unwrap().unwrap().num_rows(), 2);
+        assert!(t.read(999).await.unwrap().is_none());
+        let e = t.read(0).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        w.close().await.unwrap();
+    }
+}
+
+// Reference §8.3 scenario 57: the successor's sentinel and data take the stale writer's next
+// slot; its check and its next append both report `PeerClaimedEpoch`.
+#[tokio::test]
+async fn a_newer_writer_fences_the_older_one() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        let b = shard.open(durable()).await;
+        assert_eq!(b.epoch(), 2);
+        assert_eq!(b.wal_stats().fence_sentinel_position, Some(2));
+        b.put(vec![batch([2])]).await.unwrap();
+        assert_eq!(b.wal_stats().next_wal_entry_position, 4);
+
+        let e = a.check_fenced().await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        let e = a.put(vec![batch([3])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        b.check_fenced().await.unwrap();
+        b.close().await.unwrap();
+        assert_eq!(
+            shard.wal_entries().await,
+            vec![(1, 1, 1), (3, 2, 1)],
+            "{}",
+            backend.name
+        );
+        shard.assert_recovered([1, 2]).await;
+    }
+}
+
+// Reference §8.3 scenario 58: the successor only opens (no put of its own); its sentinel alone
+// fences the predecessor, and the successor's first append goes after the sentinel.
+#[tokio::test]
+async fn the_fence_sentinel_alone_fences_the_predecessor() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        let b = shard.open(durable()).await;
+        let e = a.put(vec![batch([2])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch));
+        assert!(e.to_string().contains("Writer fenced"), "{e}");
+
+        let t = shard.tailer().await;
+        let s = t.read(2).await.unwrap().unwrap();
+        assert!(s.is_sentinel);
+        assert_eq!(s.writer_epoch, 2);
+        assert!(s.batches.is_empty());
+
+        b.put(vec![batch([3])]).await.unwrap();
+        let e = t.read(3).await.unwrap().unwrap();
+        assert_eq!((e.writer_epoch, ids(&e.batches)), (2, vec![3]));
+        b.close().await.unwrap();
+        shard.assert_recovered([1, 3]).await;
+    }
+}
+
+// Reference §8.3 scenario 59: a durable watcher whose append hits the successor's sentinel
+// resolves with the fence error instead of hanging.
+#[tokio::test]
+async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        let _b = shard.open(durable()).await;
+        let (r, watcher) = a.put_no_wait(vec![batch([2])]).await.unwrap();
+        assert_eq!(r.batch_positions.start, 1);
+        let e = tokio::time::timeout(Duration::from_secs(5), watcher.unwrap().wait())
+            .await
+            .expect("the watcher must not hang")
+            .unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+    }
+}
+
+// Reference §8.3 scenario 52, through `put_no_wait`: a durable watcher stays pending while its
+// append is being retried, and resolves once the append lands.
+#[tokio::test(start_paused = true)]
+async fn a_durable_watcher_waits_for_its_own_append() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        wal_persist_retry_base_delay_ms: 1000,
+        ..durable()
+    };
+    let w = shard.open(config).await;
+    backend.store.faults().fail_wal_puts(1);
+    let (_, watcher) = w.put_no_wait(vec![batch([7])]).await.unwrap();
+    let mut wait = Box::pin(watcher.unwrap().wait());
+    assert_pending_for(500, &mut wait).await;
+    assert_eq!(backend.store.faults().wal_put_attempts(), 1);
+    assert_eq!(shard.wal_len().await, 0);
+    assert!(ids(&w.scan().await.unwrap()).is_empty(), "not yet durable");
+    wait.await.unwrap();
+    assert_eq!(backend.store.faults().wal_put_attempts(), 2);
+    assert_eq!(shard.wal_entries().await, vec![(1, 1, 1)]);
+    assert_eq!(ids(&w.scan().await.unwrap()), vec![7]);
+    w.close().await.unwrap();
+}
+
+// Reference §8.3 scenario 61, memwal's policy (§10.11): tailers and readers never write. The
+// manifest version is unchanged after reads, and the tip comes from probing, not a hint.
+#[tokio::test]
+async fn the_tailer_and_reader_never_write() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        for i in 0..3 {
+            w.put(vec![batch([i])]).await.unwrap();
+        }
+        let before = shard.manifest().await;
+        let t = shard.tailer().await;
+        assert_eq!(t.read(1).await.unwrap().unwrap().num_rows(), 1);
+        assert_eq!(t.next_position().await.unwrap(), 4);
+        let r = ShardReader::open(backend.store.clone(), shard.id)
+            .await
+            .unwrap();
+        assert_eq!(ids(&r.scan().await.unwrap().batches), vec![0, 1, 2]);
+        let after = shard.manifest().await;
+        assert_eq!(after.version, before.version, "{}", backend.name);
+        assert_eq!(after.wal_entry_position_last_seen, 0);
+        assert_eq!(shard.wal_len().await, 3);
+        w.close().await.unwrap();
+    }
+}
+
+// A tailer may be opened on a shard that has nothing yet; it sees entries as they land.
+#[tokio::test]
+async fn a_tailer_follows_a_shard_from_its_start() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let t = shard.tailer().await;
+    assert_eq!(t.next_position().await.unwrap(), 1);
+    assert!(t.read(1).await.unwrap().is_none());
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    assert_eq!(t.next_position().await.unwrap(), 2);
+    assert_eq!(ids(&t.read(1).await.unwrap().unwrap().batches), vec![1]);
+    w.close().await.unwrap();
+}
+
+// Reference §8.3 scenario 62: two transient failures with the default 3 retries; the append
+// succeeds at position 1 on the third attempt.
+#[tokio::test]
+async fn a_transient_failure_is_retried_at_the_same_slot() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        assert_eq!(WriterConfig::default().max_wal_persist_retries, 3);
+        backend.store.faults().fail_wal_puts(2);
+        w.put(vec![batch([1])]).await.unwrap();
+        assert_eq!(backend.store.faults().wal_put_attempts(), 3);
+        assert_eq!(
+            shard.wal_entries().await,
+            vec![(1, 1, 1)],
+            "{}",
+            backend.name
+        );
+        w.put(vec![batch([2])]).await.unwrap();
+        assert_eq!(shard.wal_entries().await, vec![(1, 1, 1), (2, 1, 1)]);
+        w.close().await.unwrap();
+    }
+}
+
+// Reference §8.3 scenario 63: retries exhausted (2 retries, 3 attempts) poison the writer.
+#[tokio::test]
+async fn exhausted_retries_poison_the_writer() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_persist_retries: 2,
+        ..durable()
+    };
+    let w = shard.open(config).await;
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    let e = w.put(vec![batch([1])]).await.unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    assert!(e.to_string().contains("WAL persistence failed"), "{e}");
+    assert!(e.to_string().contains("after 2 retries"), "{e}");
+    assert_eq!(backend.store.faults().wal_put_attempts(), 3);
+    assert_eq!(shard.wal_len().await, 0);
+}
+
+// Reference §8.3 scenario 64: a put that lands but reports an error makes the retry find the
+// slot taken. That is ambiguous, so the writer poisons itself instead of writing the rows
+// again at the next slot: position 1 holds them once, position 2 is empty.
+#[tokio::test]
+async fn a_lost_acknowledgement_poisons_without_a_duplicate() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        backend.store.faults().set_lost_ack(true);
+        backend.store.faults().fail_wal_puts(1);
+        let e = w.put(vec![batch([1])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert!(e.to_string().contains("taken after a failed PUT"), "{e}");
+        let t = shard.tailer().await;
+        assert!(t.read(1).await.unwrap().is_some(), "{}", backend.name);
+        assert!(t.read(2).await.unwrap().is_none());
+        // The row is durable after all; a new writer recovers it exactly once.
+        drop(w);
+        backend.store.faults().recover();
+        let w = shard.open(durable()).await;
+        assert_eq!(ids(&w.scan().await.unwrap()), vec![1]);
+        w.close().await.unwrap();
+        shard.assert_recovered([1]).await;
+    }
+}
+
+// Reference §8.3 scenario 65: a persistence failure wakes the waiting watcher with the typed
+// error and latches it, so the writer's checks and later calls fail fast.
+#[tokio::test]
+async fn a_persistence_failure_wakes_the_waiter_and_latches() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_persist_retries: 1,
+        ..durable()
+    };
+    let w = shard.open(config).await;
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    let (_, watcher) = w.put_no_wait(vec![batch([1])]).await.unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(5), watcher.unwrap().wait())
+        .await
+        .expect("the watcher must not hang")
+        .unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    assert_eq!(backend.store.faults().wal_put_attempts(), 2);
+    let e = w.check_fenced().await.unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    let e = w.put_no_wait(vec![batch([2])]).await.unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    let e = w.flush().await.unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    assert_eq!(backend.store.faults().wal_put_attempts(), 2, "no more I/O");
+}
+
+// WAL entries hold exactly the batches of one append, in insert order, across rotations.
+#[tokio::test]
+async fn wal_order_is_insert_order_across_rotations() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_batches: 2,
+            ..non_durable()
+        };
+        let w = shard.open(config).await;
+        let mut expected = Vec::new();
+        for i in 0..7 {
+            let b: RecordBatch = batch([i]);
+            w.put(vec![b]).await.unwrap();
+            expected.push(i);
+        }
+        w.flush().await.unwrap();
+        let t = shard.tailer().await;
+        let n = t.next_position().await.unwrap();
+        let mut got = Vec::new();
+        for p in 1..n {
+            got.extend(ids(&t.read(p).await.unwrap().unwrap().batches));
+        }
+        assert_eq!(got, expected, "{}", backend.name);
+        w.close().await.unwrap();
+        shard.assert_recovered(expected.iter().copied()).await;
+    }
+}
+
+// A poisoned writer's waiters all get the first latched error, even ones queued behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_queued_waiter_gets_the_latched_error() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_persist_retries: 0,
+        ..durable()
+    };
+    let w = Arc::new(shard.open(config).await);
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    let puts = (0..16).map(|i| {
+        let w = w.clone();
+        tokio::spawn(async move { w.put(vec![batch([i])]).await })
+    });
+    for r in futures::future::join_all(puts).await {
+        let e = r.unwrap().unwrap_err();
+        assert_eq!(
+            e.fence_reason(),
+            Some(FenceReason::PersistenceFailure),
+            "{e}"
+        );
+    }
+    assert_eq!(backend.store.faults().wal_put_attempts(), 1);
+}
