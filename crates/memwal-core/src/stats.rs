@@ -61,8 +61,6 @@ pub struct WriteStats {
     pub wal_flush_time: Duration,
     /// Durable-put completions written (success or failure).
     pub durable_requests: u64,
-    /// Durable-put completions that succeeded without I/O of their own (already covered).
-    pub coalesced_requests: u64,
     /// Generations flushed.
     pub memtable_flush_count: u64,
     /// Rows in flushed generations.
@@ -108,7 +106,6 @@ counters!(
     wal_flush_batches,
     wal_flush_time_ns,
     durable_requests,
-    coalesced_requests,
     memtable_flush_count,
     memtable_flush_rows,
     memtable_flush_time_ns,
@@ -140,12 +137,9 @@ impl StatsRecorder {
         add(&self.wal_flush_time_ns, nanos(took));
     }
 
-    /// One durable-put completion; `coalesced` if it needed no I/O of its own.
-    pub fn record_durable_request(&self, coalesced: bool) {
+    /// One durable-put completion written.
+    pub fn record_durable_request(&self) {
         add(&self.durable_requests, 1);
-        if coalesced {
-            add(&self.coalesced_requests, 1);
-        }
     }
 
     /// One generation of `rows` rows flushed in `took`.
@@ -173,7 +167,6 @@ impl StatsRecorder {
             wal_flush_batches: get(&self.wal_flush_batches),
             wal_flush_time: Duration::from_nanos(get(&self.wal_flush_time_ns)),
             durable_requests: get(&self.durable_requests),
-            coalesced_requests: get(&self.coalesced_requests),
             memtable_flush_count: get(&self.memtable_flush_count),
             memtable_flush_rows: get(&self.memtable_flush_rows),
             memtable_flush_time: Duration::from_nanos(get(&self.memtable_flush_time_ns)),
@@ -213,7 +206,7 @@ mod tests {
         let s = StatsRecorder::default();
         assert_eq!(s.snapshot().puts_per_wal_entry(), 0.0);
         for _ in 0..10 {
-            s.record_durable_request(false);
+            s.record_durable_request();
         }
         s.record_wal_flush(1, 1, Duration::ZERO);
         s.record_wal_flush(1, 1, Duration::ZERO);

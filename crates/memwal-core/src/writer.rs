@@ -399,6 +399,7 @@ impl ShardWriter {
                         memtable: accepted.clone(),
                         end: range.end,
                         completion: Some(completion),
+                        from_put: true,
                     }));
                     Some(watcher)
                 } else {
@@ -416,6 +417,7 @@ impl ShardWriter {
                             memtable: accepted.clone(),
                             end: range.end,
                             completion: None,
+                            from_put: false,
                         }));
                     }
                     None

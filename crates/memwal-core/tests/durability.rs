@@ -122,9 +122,7 @@ async fn already_covered_flush_completes_without_a_new_entry() {
         w.force_seal_active().await.unwrap();
         w.wait_for_flush_drain().await.unwrap();
         assert_eq!(wal_len(store, shard).await, 1, "{}", backend.name);
-        let s = w.stats();
-        assert_eq!(s.wal_flush_count, 1);
-        assert!(s.coalesced_requests >= 1);
+        assert_eq!(w.stats().wal_flush_count, 1);
         w.close().await.unwrap();
     }
 }

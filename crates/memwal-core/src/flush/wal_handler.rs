@@ -43,6 +43,8 @@ pub struct FlushRequest {
     pub end: usize,
     /// Written with the outcome of the append that covers `end` (`None` for triggers).
     pub completion: Option<PutCompletion>,
+    /// The completion is a durable put's (counted in the write statistics), not a freeze's.
+    pub from_put: bool,
 }
 
 /// Messages to the handler.
@@ -65,6 +67,13 @@ enum Covers {
     Store(Arc<MemTable>, usize),
     WalOnly(u64),
     All,
+}
+
+struct Waiter {
+    covers: Covers,
+    completion: PutCompletion,
+    /// A durable put's completion (counted in statistics).
+    from_put: bool,
 }
 
 const MAX_DRAIN: usize = 4096;
@@ -120,7 +129,7 @@ impl WalFlushHandler {
     async fn handle(&mut self, msgs: Vec<WalMsg>) -> bool {
         let mut stores: Vec<(Arc<MemTable>, usize)> = Vec::new();
         let mut wal_only_end: u64 = 0;
-        let mut waiters: Vec<(Covers, PutCompletion)> = Vec::new();
+        let mut waiters: Vec<Waiter> = Vec::new();
         let mut stop = false;
         let want =
             |stores: &mut Vec<(Arc<MemTable>, usize)>, m: &Arc<MemTable>, end: usize| match stores
@@ -134,14 +143,22 @@ impl WalFlushHandler {
             match msg {
                 WalMsg::Flush(r) => {
                     want(&mut stores, &r.memtable, r.end);
-                    if let Some(c) = r.completion {
-                        waiters.push((Covers::Store(r.memtable, r.end), c));
+                    if let Some(completion) = r.completion {
+                        waiters.push(Waiter {
+                            covers: Covers::Store(r.memtable, r.end),
+                            completion,
+                            from_put: r.from_put,
+                        });
                     }
                 }
                 WalMsg::FlushWalOnly { end, completion } => {
                     wal_only_end = wal_only_end.max(end);
-                    if let Some(c) = completion {
-                        waiters.push((Covers::WalOnly(end), c));
+                    if let Some(completion) = completion {
+                        waiters.push(Waiter {
+                            covers: Covers::WalOnly(end),
+                            completion,
+                            from_put: true,
+                        });
                     }
                 }
                 WalMsg::FlushAll { completion } => {
@@ -155,35 +172,32 @@ impl WalFlushHandler {
                         Mode::WalOnly(wo) => wal_only_end = wal_only_end.max(wo.next_position()),
                     }
                     drop(st);
-                    if let Some(c) = completion {
-                        waiters.push((Covers::All, c));
+                    if let Some(completion) = completion {
+                        waiters.push(Waiter {
+                            covers: Covers::All,
+                            completion,
+                            from_put: false,
+                        });
                     }
                 }
                 WalMsg::Shutdown => stop = true,
             }
         }
-        let already: Vec<bool> = waiters
-            .iter()
-            .map(|(c, _)| match c {
-                Covers::Store(m, end) => m.store().wal_appended_len() >= *end,
-                _ => false,
-            })
-            .collect();
         let outcome = match self.inner.latch.check() {
             Err(e) => Err(e),
             Ok(()) => self.append_all(stores, wal_only_end).await,
         };
-        for ((covers, completion), coalesced) in waiters.into_iter().zip(already) {
-            let result = match (&outcome, covers) {
+        for w in waiters {
+            let result = match (&outcome, w.covers) {
                 (Ok(()), _) => Ok(()),
                 (Err(_), Covers::Store(m, end)) if m.store().wal_appended_len() >= end => Ok(()),
                 (Err(_), Covers::WalOnly(end)) if self.wal_only_appended() >= end => Ok(()),
                 (Err(e), _) => Err(e.clone()),
             };
-            self.inner
-                .stats
-                .record_durable_request(coalesced && result.is_ok());
-            completion.complete(result);
+            if w.from_put {
+                self.inner.stats.record_durable_request();
+            }
+            w.completion.complete(result);
         }
         stop
     }

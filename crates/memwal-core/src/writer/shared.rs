@@ -183,6 +183,7 @@ impl WriterInner {
             end: old.store().len(),
             memtable: old.clone(),
             completion: Some(completion),
+            from_put: false,
         }));
         self.enqueue_frozen(mt, old, wal_done);
     }

@@ -100,6 +100,20 @@ impl Backend {
             .unwrap();
     }
 
+    /// Names of every object under `prefix`, sorted.
+    pub async fn object_names(&self, prefix: &Path) -> Vec<String> {
+        use futures::TryStreamExt;
+        let mut names: Vec<String> = self
+            .raw
+            .list(Some(prefix))
+            .map_ok(|m| m.location.to_string())
+            .try_collect()
+            .await
+            .unwrap();
+        names.sort();
+        names
+    }
+
     /// One of each.
     pub fn all() -> Vec<Backend> {
         vec![Backend::local(), Backend::memory()]

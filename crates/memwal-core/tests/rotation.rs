@@ -1,0 +1,339 @@
+//! MemTable rotation and generation flushes: size and batch-count triggers, generation-local
+//! positions, and what a generation flush publishes (reference §1.6, §1.7, §2.7).
+
+mod support;
+
+use memwal_core::batch_store::estimated_batch_bytes;
+use memwal_core::{ErrorCode, FenceReason, WriterConfig};
+use support::*;
+
+// Reference §8.2 scenario 12, waiting for the drain instead of sleeping.
+#[tokio::test]
+async fn non_durable_puts_rotate_at_the_size_limit() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_size: 1024,
+            ..non_durable()
+        };
+        let w = shard.open(config).await;
+        let initial = w.memtable_stats().unwrap().generation;
+        for i in 0..20 {
+            w.put(vec![rows(i * 10, 10)]).await.unwrap();
+        }
+        w.wait_for_flush_drain().await.unwrap();
+        let g = w.memtable_stats().unwrap().generation;
+        assert!(g > initial, "{}: generation {g}", backend.name);
+        let m = shard.manifest().await;
+        assert_eq!(m.flushed_generations.len() as u64, g - initial);
+        assert_eq!(m.current_generation, g);
+        assert_eq!(ids(&w.scan().await.unwrap()), (0..200).collect::<Vec<_>>());
+        w.close().await.unwrap();
+        shard.assert_recovered(0..200).await;
+    }
+}
+
+// Reference §8.2 scenario 13.
+#[tokio::test]
+async fn durable_puts_rotate_repeatedly() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_size: 1024,
+            ..durable()
+        };
+        let w = shard.open(config).await;
+        let initial = w.memtable_stats().unwrap().generation;
+        for i in 0..200 {
+            w.put(vec![batch([i])]).await.unwrap();
+        }
+        let g = w.memtable_stats().unwrap().generation;
+        assert!(g >= initial + 3, "{}: generation {g}", backend.name);
+        w.close().await.unwrap();
+        shard.assert_recovered(0..200).await;
+    }
+}
+
+// Reference §8.2 scenarios 14 and 15: every put freezes its MemTable; every generation flush
+// writes a directory of its own (`<random8hex>_gen_<g>`), never "already exists".
+#[tokio::test]
+async fn every_put_freezing_writes_one_distinct_generation_each() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_size: 64,
+            ..durable()
+        };
+        let w = shard.open(config).await;
+        let initial = w.memtable_stats().unwrap().generation;
+        let n = 150;
+        for i in 0..n {
+            let r = w.put(vec![rows(i * 10, 10)]).await.unwrap();
+            assert_eq!(r.generation, Some(initial + i as u64));
+            assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
+        }
+        assert_eq!(
+            w.memtable_stats().unwrap().generation,
+            initial + n as u64,
+            "{}",
+            backend.name
+        );
+        w.close().await.unwrap();
+        let m = shard.manifest().await;
+        assert_eq!(m.flushed_generations.len(), n as usize);
+        let gens: Vec<u64> = m.flushed_generations.iter().map(|g| g.generation).collect();
+        assert_eq!(gens, (initial..initial + n as u64).collect::<Vec<_>>());
+        let mut dirs: Vec<&str> = m
+            .flushed_generations
+            .iter()
+            .map(|g| g.path.as_str())
+            .collect();
+        for (g, d) in m.flushed_generations.iter().zip(&dirs) {
+            let (hex, rest) = d.split_at(8);
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{d}");
+            assert_eq!(rest, format!("_gen_{}", g.generation));
+        }
+        dirs.sort();
+        dirs.dedup();
+        assert_eq!(dirs.len(), n as usize);
+        assert_eq!(m.replay_after_wal_entry_position, n as u64);
+        shard.assert_recovered(0..n * 10).await;
+    }
+}
+
+// Reference §1.5 and §8.2 scenario 1: batch positions are local to the generation; the first
+// put after a rotation reports 0..1 again, with the new generation.
+#[tokio::test]
+async fn positions_restart_in_every_generation() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(durable()).await;
+    let r = w.put(vec![batch([1]), batch([2])]).await.unwrap();
+    assert_eq!(r.generation, Some(1));
+    assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 2));
+    let r = w.put(vec![batch([3])]).await.unwrap();
+    assert_eq!((r.batch_positions.start, r.batch_positions.end), (2, 3));
+    w.force_seal_active().await.unwrap();
+    let r = w.put(vec![batch([4])]).await.unwrap();
+    assert_eq!(r.generation, Some(2));
+    assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
+    w.close().await.unwrap();
+    shard.assert_recovered([1, 2, 3, 4]).await;
+}
+
+// Reference §10.10: a put whose batches do not fit in the active MemTable freezes it first
+// (instead of failing "batch store is full"); a put larger than a whole MemTable is rejected.
+#[tokio::test]
+async fn a_put_that_does_not_fit_freezes_first_and_an_oversized_one_is_rejected() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_memtable_batches: 4,
+        ..durable()
+    };
+    let w = shard.open(config).await;
+    let r = w.put((0..3).map(|i| batch([i])).collect()).await.unwrap();
+    assert_eq!((r.generation, r.batch_positions.end), (Some(1), 3));
+    let r = w.put((3..5).map(|i| batch([i])).collect()).await.unwrap();
+    assert_eq!(r.generation, Some(2));
+    assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 2));
+    let e = w
+        .put((5..10).map(|i| batch([i])).collect())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.to_string().contains("max_memtable_batches"), "{e}");
+    // Exactly a whole MemTable is fine, and fills it: it freezes at once.
+    let r = w.put((10..14).map(|i| batch([i])).collect()).await.unwrap();
+    assert_eq!(r.generation, Some(3));
+    assert_eq!(w.memtable_stats().unwrap().generation, 4);
+    w.close().await.unwrap();
+    shard
+        .assert_recovered((0..5).chain(10..14).collect::<Vec<_>>())
+        .await;
+}
+
+// Reference §2.7: a full BatchStore freezes the MemTable after the put that filled it.
+#[tokio::test]
+async fn a_full_batch_store_freezes() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_memtable_batches: 3,
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    for i in 0..3 {
+        w.put(vec![batch([i])]).await.unwrap();
+        let s = w.memtable_stats().unwrap();
+        if i < 2 {
+            assert_eq!((s.generation, s.batch_count), (1, i as u64 + 1));
+        } else {
+            assert_eq!((s.generation, s.batch_count), (2, 0));
+        }
+    }
+    w.wait_for_flush_drain().await.unwrap();
+    assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
+    w.close().await.unwrap();
+}
+
+// Reference §10.9: the WAL size trigger counts from the start of each MemTable, so it fires in
+// a new generation as soon as that generation crosses the buffer size.
+#[tokio::test]
+async fn the_wal_size_trigger_fires_again_after_a_rotation() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        // Ids 10..99 all have two-digit names, so these batches are the same size.
+        let one = estimated_batch_bytes(&rows(10, 10));
+        let config = WriterConfig {
+            max_wal_buffer_size: 2 * one,
+            max_memtable_batches: 3,
+            ..non_durable()
+        };
+        let w = shard.open(config).await;
+        w.put(vec![rows(10, 10)]).await.unwrap();
+        assert_eq!(w.wal_stats().entries_appended, 0);
+        w.put(vec![rows(20, 10)]).await.unwrap();
+        wait_until("the size trigger appended", || {
+            w.wal_stats().entries_appended == 1
+        })
+        .await;
+        // Fills the BatchStore: the freeze appends the rest of generation 1.
+        w.put(vec![rows(30, 10)]).await.unwrap();
+        wait_until("the freeze appended", || {
+            w.wal_stats().entries_appended == 2
+        })
+        .await;
+        w.put(vec![rows(40, 10)]).await.unwrap();
+        w.put(vec![rows(50, 10)]).await.unwrap();
+        wait_until("the size trigger appended in generation 2", || {
+            w.wal_stats().entries_appended == 3
+        })
+        .await;
+        let rows_per_entry: Vec<usize> = shard.wal_entries().await.iter().map(|e| e.2).collect();
+        assert_eq!(rows_per_entry, vec![20, 10, 20], "{}", backend.name);
+        w.close().await.unwrap();
+        shard.assert_recovered(10..60).await;
+    }
+}
+
+// Reference §8.8 scenario 113: what one generation flush publishes.
+#[tokio::test]
+async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        assert_eq!(shard.manifest().await.version, 1);
+        w.put(vec![rows(0, 10)]).await.unwrap();
+        w.force_seal_active().await.unwrap();
+        w.wait_for_flush_drain().await.unwrap();
+        let m = shard.manifest().await;
+        assert_eq!(m.version, 2, "{}", backend.name);
+        assert_eq!(m.writer_epoch, 1);
+        assert_eq!(m.replay_after_wal_entry_position, 1);
+        assert_eq!(m.wal_entry_position_last_seen, 1);
+        assert_eq!(m.current_generation, 2);
+        assert_eq!(m.flushed_generations.len(), 1);
+        let g = &m.flushed_generations[0];
+        assert_eq!(g.generation, 1);
+        assert_eq!(g.physical_rows, Some(10));
+        assert!(g.path.ends_with("_gen_1"), "{}", g.path);
+        let file = backend.store.shard_paths(shard.id).generation_file(&g.path);
+        let shard_dir = backend.store.shard_paths(shard.id).shard_dir().clone();
+        assert!(
+            backend
+                .object_names(&shard_dir)
+                .await
+                .contains(&file.to_string()),
+            "the generation file exists"
+        );
+        let s = w.stats();
+        assert_eq!((s.memtable_flush_count, s.memtable_flush_rows), (1, 10));
+        // The flushed rows now come from the generation file.
+        assert_eq!(ids(&w.scan().await.unwrap()), (0..10).collect::<Vec<_>>());
+        w.close().await.unwrap();
+        shard.assert_recovered(0..10).await;
+    }
+}
+
+// Reference §8.8 scenario 111, through the public API: a frozen MemTable whose WAL append
+// failed is never written as a generation.
+#[tokio::test]
+async fn a_memtable_whose_wal_append_failed_is_never_flushed() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_wal_persist_retries: 0,
+            ..non_durable()
+        };
+        let w = shard.open(config).await;
+        w.put(vec![rows(0, 10)]).await.unwrap();
+        backend.store.faults().fail_wal_puts(u64::MAX);
+        w.force_seal_active().await.unwrap();
+        let e = w.wait_for_flush_drain().await.unwrap_err();
+        assert_eq!(
+            e.fence_reason(),
+            Some(FenceReason::PersistenceFailure),
+            "{e}"
+        );
+        let m = shard.manifest().await;
+        assert_eq!((m.version, m.flushed_generations.len()), (1, 0));
+        let shard_dir = backend.store.shard_paths(shard.id).shard_dir().clone();
+        let names = backend.object_names(&shard_dir).await;
+        assert!(names.iter().any(|n| n.contains("/manifest/")), "{names:?}");
+        assert!(
+            !names.iter().any(|n| n.contains("_gen_")),
+            "{}: {names:?}",
+            backend.name
+        );
+        assert_eq!(w.memtable_stats().unwrap().frozen_memtable_count, 1);
+    }
+}
+
+// Reference §8.8 scenario 112, through the public API: an empty MemTable is never flushed; a
+// writer closed without rows publishes nothing.
+#[tokio::test]
+async fn an_empty_memtable_is_never_flushed() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        w.force_seal_active().await.unwrap();
+        w.wait_for_flush_drain().await.unwrap();
+        w.close().await.unwrap();
+        let m = shard.manifest().await;
+        assert_eq!(
+            (m.version, m.current_generation),
+            (1, 1),
+            "{}",
+            backend.name
+        );
+        assert!(m.flushed_generations.is_empty());
+        assert_eq!(shard.wal_len().await, 0);
+    }
+}
+
+// Reference §8.5 scenario 90: the active MemTable's pending WAL counts fall to zero only once
+// every committed batch is in the WAL.
+#[tokio::test]
+async fn pending_wal_counts_track_what_is_not_yet_appended() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(non_durable()).await;
+    w.put(vec![rows(0, 10)]).await.unwrap();
+    w.put(vec![rows(10, 5)]).await.unwrap();
+    let s = w.memtable_stats().unwrap();
+    assert_eq!(
+        (s.pending_wal_batch_count, s.pending_wal_row_count),
+        (2, 15)
+    );
+    assert_eq!(s.pending_wal_estimated_bytes, s.estimated_size);
+    w.flush().await.unwrap();
+    let s = w.memtable_stats().unwrap();
+    assert_eq!((s.pending_wal_batch_count, s.pending_wal_row_count), (0, 0));
+    assert_eq!(s.pending_wal_estimated_bytes, 0);
+    w.put(vec![rows(15, 3)]).await.unwrap();
+    let s = w.memtable_stats().unwrap();
+    assert_eq!((s.pending_wal_batch_count, s.pending_wal_row_count), (1, 3));
+    assert_eq!((s.row_count, s.batch_count), (18, 3));
+    w.close().await.unwrap();
+}
