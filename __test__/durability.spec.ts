@@ -1,0 +1,137 @@
+import test from 'ava'
+
+import { ClosedError, FencedError, ObjectStore, ShardWriter, WalTailer } from '../index'
+import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+
+test('an injected persistence failure rejects the put with PersistenceFailure and poisons the writer', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, {
+    schema,
+    maxWalPersistRetries: 0,
+    walPersistRetryBaseDelayMs: 1,
+    maxWalFlushIntervalMs: null,
+  })
+  await w.put(rows([0]))
+  await w.forceSealActive()
+  await w.waitForFlushDrain()
+  store.faults.failWalPuts(Infinity)
+  const e = await t.throwsAsync(w.put(rows([1])), { instanceOf: FencedError, code: 'FENCED' })
+  t.is(e?.fenceReason, 'PersistenceFailure')
+  t.regex(e?.message ?? '', /WAL persistence failed/)
+  const attempts = store.faults.walPutAttempts()
+  const again = await t.throwsAsync(w.put(rows([2])), { instanceOf: FencedError })
+  t.is(again?.fenceReason, 'PersistenceFailure')
+  t.is(store.faults.walPutAttempts(), attempts, 'a poisoned writer fails fast without touching the WAL')
+  // Reopening after the store recovers replays what was durable.
+  store.faults.recover()
+  const w2 = await ShardWriter.open(store, { schema, shardId: w.shardId })
+  t.deepEqual(ids(await w2.scan()), [0])
+  await w2.close()
+})
+
+test('transient WAL failures are retried at the same position and the put succeeds', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, { schema, walPersistRetryBaseDelayMs: 1 })
+  store.faults.failWalPuts(2)
+  await w.put(rows([7]))
+  t.is(store.faults.walPutAttempts(), 3)
+  const tailer = await WalTailer.open(store, { shardId: w.shardId })
+  t.is(await tailer.nextPosition(), 2)
+  await w.close()
+})
+
+test('abort while a durable put waits rejects the put and never hangs', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, {
+    schema,
+    maxWalPersistRetries: 20,
+    walPersistRetryBaseDelayMs: 1000,
+  })
+  store.faults.failWalPuts(Infinity)
+  const pending = w.put(rows([1]))
+  while (store.faults.walPutAttempts() === 0) {
+    await new Promise((r) => setTimeout(r, 1))
+  }
+  await w.abort()
+  const e = await t.throwsAsync(pending, { instanceOf: ClosedError, code: 'CLOSED' })
+  t.regex(e?.message ?? '', /WAL flush handler exited before reporting durability/)
+  await t.throwsAsync(w.put(rows([2])), { instanceOf: ClosedError })
+  await t.notThrowsAsync(w.abort(), 'abort is idempotent')
+})
+
+test('100 concurrent durable puts all resolve and share WAL entries', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema })
+  const puts = Array.from({ length: 100 }, (_, i) => w.put(rows([i])))
+  const results = await Promise.all(puts)
+  t.is(results.length, 100)
+  const tailer = await WalTailer.open(dir, { shardId: w.shardId })
+  const entries = (await tailer.nextPosition()) - 1
+  t.true(entries < 100, `${entries} WAL entries for 100 puts`)
+  t.true(w.stats().putsPerWalEntry > 1)
+  t.deepEqual(
+    ids(await w.scan()).sort((a, b) => a - b),
+    Array.from({ length: 100 }, (_, i) => i),
+  )
+  await w.close()
+})
+
+test('a durable put is readable through scan at once', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema, maxWalFlushIntervalMs: 10 })
+  await w.put(rows([1, 2, 3]))
+  t.deepEqual(ids(await w.scan()), [1, 2, 3])
+  await w.close()
+})
+
+test('putNoWait returns at once and its durable promise resolves when the rows are durable', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema, maxWalFlushIntervalMs: null })
+  const { result, durable } = await w.putNoWait(rows([1, 2]))
+  t.deepEqual(result, { generation: 1, batchPositions: { start: 0, end: 1 } })
+  t.is((await w.memtableStats()).rowCount, 2)
+  t.not(durable, null)
+  await durable
+  await w.close()
+  const nd = await ShardWriter.open(memoryLocation(), { schema, durableWrite: false })
+  const r = await nd.putNoWait(rows([1]))
+  t.is(r.durable, null)
+  await nd.close()
+})
+
+test('non-durable puts become durable on flush()', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, { schema, durableWrite: false, maxWalFlushIntervalMs: null })
+  await w.put(rows([1]))
+  await w.put(rows([2]))
+  const tailer = await WalTailer.open(store, { shardId: w.shardId })
+  t.is(await tailer.nextPosition(), 1, 'nothing in the WAL before flush')
+  t.deepEqual(ids(await w.scan()), [1, 2], 'read-your-writes in non-durable mode')
+  await w.flush()
+  t.is(await tailer.nextPosition(), 2)
+  const entry = await tailer.read(1)
+  t.deepEqual(ids(entry!.table!), [1, 2])
+  await w.close()
+})
+
+test('the event loop stays responsive during durable puts', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema })
+  let ticks = 0
+  let last = performance.now()
+  let maxGap = 0
+  const timer = setInterval(() => {
+    const now = performance.now()
+    maxGap = Math.max(maxGap, now - last)
+    last = now
+    ticks++
+  }, 1)
+  const started = performance.now()
+  let puts = 0
+  while (performance.now() - started < 300) {
+    await Promise.all(Array.from({ length: 8 }, (_, i) => w.put(rows([puts * 8 + i]))))
+    puts++
+  }
+  clearInterval(timer)
+  await w.close()
+  t.true(ticks >= 20, `only ${ticks} ticks of a 1 ms timer in 300 ms of durable puts`)
+  t.true(maxGap < 250, `the event loop stalled for ${maxGap.toFixed(1)} ms`)
+})

@@ -1,0 +1,66 @@
+import test from 'ava'
+
+import { FencedError, ShardWriter, ShardReader, type Location } from '../index'
+import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+
+const config = { maxWalFlushIntervalMs: null, maxMemtableSize: 64 << 20 }
+
+async function regression(t: import('ava').ExecutionContext, location: Location) {
+  const a = await ShardWriter.open(location, { schema, ...config })
+  await a.put(rows([1]))
+  const g = (await a.memtableStats()).generation
+  await a.forceSealActive()
+  await a.waitForFlushDrain()
+  t.is((await a.memtableStats()).generation, g + 1)
+
+  const b = await ShardWriter.open(location, { schema, shardId: a.shardId, ...config })
+  t.true(b.epoch > a.epoch)
+
+  // The first durable put of the new generation has local range 0..1 like the flushed one;
+  // it must fail with its own append's fence, not be acknowledged by the old watermark.
+  const e = await t.throwsAsync(a.put(rows([2])), { instanceOf: FencedError, code: 'FENCED' })
+  t.is(e?.fenceReason, 'PeerClaimedEpoch')
+  t.regex(e?.message ?? '', /^Writer fenced \(peer claimed epoch\)/)
+  await b.close()
+  const r = await ShardReader.open(location, { shardId: a.shardId })
+  t.deepEqual(ids(await r.scan()), [1])
+}
+
+test('a stale writer’s first durable put after a rotation rejects with FENCED on a memory:// store', async (t) => {
+  await regression(t, memoryLocation())
+})
+
+test('a stale writer’s first durable put after a rotation rejects with FENCED on a temp directory', async (t) => {
+  await regression(t, tempDir(t))
+})
+
+test('a second writer replays the first writer’s durable rows and fences it', async (t) => {
+  const dir = tempDir(t)
+  const a = await ShardWriter.open(dir, { schema })
+  await a.put(rows([1, 2]))
+  await a.put(rows([3]))
+  // No close: the second writer takes over a live shard.
+  const b = await ShardWriter.open(dir, { schema, shardId: a.shardId })
+  t.deepEqual(ids(await b.scan()), [1, 2, 3])
+  t.is((await b.walStats()).fenceSentinelPosition, 3)
+  const e = await t.throwsAsync(a.put(rows([4])), { instanceOf: FencedError })
+  t.is(e?.fenceReason, 'PeerClaimedEpoch')
+  // The fence is latched: every later call fails fast with the same typed error.
+  await t.throwsAsync(a.scan(), { instanceOf: FencedError })
+  await t.throwsAsync(a.checkFenced(), { instanceOf: FencedError })
+  await b.put(rows([5]))
+  t.deepEqual(ids(await b.scan()), [1, 2, 3, 5])
+  await b.close()
+  await t.throwsAsync(a.close(), { instanceOf: FencedError })
+})
+
+test('checkFenced reports a successor only after it claims the shard', async (t) => {
+  const loc = memoryLocation()
+  const a = await ShardWriter.open(loc, { schema })
+  await t.notThrowsAsync(a.checkFenced())
+  const b = await ShardWriter.open(loc, { schema, shardId: a.shardId })
+  const e = await t.throwsAsync(a.checkFenced(), { instanceOf: FencedError })
+  t.is(e?.fenceReason, 'PeerClaimedEpoch')
+  await t.notThrowsAsync(b.checkFenced())
+  await b.close()
+})

@@ -1,0 +1,44 @@
+//! The only place where core errors become JavaScript errors.
+//!
+//! An async napi rejection can only carry a Node-API status as `error.code`, so the stable
+//! memwal code (and the fence reason) travel as a fixed tag ahead of the message:
+//! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `index.ts` parses
+//! the tag in one function, throws the matching `MemWalError` subclass and strips the tag.
+//! The error's `source()` chain follows as indented "Caused by:" lines.
+
+use memwal_core::Error;
+
+/// Converts a core error to a napi error carrying the memwal tag.
+pub fn to_napi(e: Error) -> napi::Error {
+    napi::Error::from_reason(tagged(&e))
+}
+
+/// The tagged message of `e`.
+pub fn tagged(e: &Error) -> String {
+    let mut msg = match e.fence_reason() {
+        Some(r) => format!("[memwal:{}:{}] {e}", e.code().as_str(), r.as_str()),
+        None => format!("[memwal:{}] {e}", e.code().as_str()),
+    };
+    for cause in e.causes() {
+        msg.push_str("\n  Caused by: ");
+        msg.push_str(&cause);
+    }
+    msg
+}
+
+/// An `INVALID_ARGUMENT` error raised by the binding itself (argument conversion).
+pub fn invalid(message: impl AsRef<str>) -> napi::Error {
+    napi::Error::from_reason(format!("[memwal:INVALID_ARGUMENT] {}", message.as_ref()))
+}
+
+/// Extension for `Result<T, memwal_core::Error>`.
+pub trait IntoNapi<T> {
+    /// Maps the error with [`to_napi`].
+    fn napi(self) -> napi::Result<T>;
+}
+
+impl<T> IntoNapi<T> for Result<T, Error> {
+    fn napi(self) -> napi::Result<T> {
+        self.map_err(to_napi)
+    }
+}

@@ -1,0 +1,114 @@
+//! `NativeShardReader` and `NativeWalTailer`: thin shells over the core's read-only handles.
+
+use memwal_core::{ShardReader, WalTailer};
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, PromiseRaw};
+use napi_derive::napi;
+
+use crate::convert::{NativeManifest, shard_uuid};
+use crate::error::{IntoNapi, invalid};
+use crate::ipc;
+use crate::store::NativeObjectStore;
+
+/// Read-only view of a shard.
+#[napi]
+pub struct NativeShardReader {
+    inner: ShardReader,
+}
+
+#[napi]
+impl NativeShardReader {
+    /// Opens a shard for reading; fails if it has no manifest.
+    #[napi(ts_return_type = "Promise<NativeShardReader>", catch_unwind)]
+    pub fn open<'env>(
+        env: &'env Env,
+        store: &NativeObjectStore,
+        shard_id: String,
+    ) -> napi::Result<PromiseRaw<'env, NativeShardReader>> {
+        let store = store.inner.clone();
+        let id = shard_uuid(&shard_id)?;
+        env.spawn_future(async move {
+            Ok(NativeShardReader {
+                inner: ShardReader::open(store, id).await.napi()?,
+            })
+        })
+    }
+
+    /// Every recoverable row, as one Arrow IPC stream.
+    #[napi(catch_unwind)]
+    pub async fn scan(&self) -> napi::Result<Buffer> {
+        let r = self.inner.scan().await.napi()?;
+        Ok(ipc::encode_stream(&r.schema, &r.batches)?.into())
+    }
+
+    /// The latest manifest.
+    #[napi(catch_unwind)]
+    pub async fn manifest(&self) -> napi::Result<NativeManifest> {
+        Ok((&self.inner.manifest().await.napi()?).into())
+    }
+}
+
+/// One WAL entry.
+#[napi(object, object_from_js = false)]
+pub struct NativeWalEntry {
+    pub position: f64,
+    pub writer_epoch: f64,
+    pub is_sentinel: bool,
+    /// The entry's batches as an Arrow IPC stream (`null` for a sentinel).
+    pub data: Option<Buffer>,
+}
+
+/// Reads WAL entries by position.
+#[napi]
+pub struct NativeWalTailer {
+    inner: WalTailer,
+}
+
+#[napi]
+impl NativeWalTailer {
+    /// A tailer over a shard's WAL.
+    #[napi(ts_return_type = "Promise<NativeWalTailer>", catch_unwind)]
+    pub fn open<'env>(
+        env: &'env Env,
+        store: &NativeObjectStore,
+        shard_id: String,
+    ) -> napi::Result<PromiseRaw<'env, NativeWalTailer>> {
+        let store = store.inner.clone();
+        let id = shard_uuid(&shard_id)?;
+        env.spawn_future(async move {
+            Ok(NativeWalTailer {
+                inner: WalTailer::open(store, id).await.napi()?,
+            })
+        })
+    }
+
+    /// The first position with no entry.
+    #[napi(catch_unwind)]
+    pub async fn next_position(&self) -> napi::Result<f64> {
+        Ok(self.inner.next_position().await.napi()? as f64)
+    }
+
+    /// The entry at `position`, or null.
+    #[napi(catch_unwind)]
+    pub async fn read(&self, position: f64) -> napi::Result<Option<NativeWalEntry>> {
+        if !(position.is_finite() && position >= 1.0 && position.fract() == 0.0) {
+            return Err(invalid(format!(
+                "read(position): position must be an integer >= 1, got {position}"
+            )));
+        }
+        let Some(e) = self.inner.read(position as u64).await.napi()? else {
+            return Ok(None);
+        };
+        let data = if e.is_sentinel {
+            None
+        } else {
+            Some(ipc::encode_stream(&e.schema, &e.batches)?.into())
+        };
+        Ok(Some(NativeWalEntry {
+            position: e.position as f64,
+            writer_epoch: e.writer_epoch as f64,
+            is_sentinel: e.is_sentinel,
+            data,
+        }))
+    }
+}

@@ -1,0 +1,92 @@
+//! `NativeObjectStore`: a core [`memwal_core::Store`] plus its fault controller.
+
+use memwal_core::Store;
+use napi_derive::napi;
+
+use crate::error::{IntoNapi, invalid};
+
+/// Handle on an object store (a local directory, an in-memory store, or a URI).
+#[napi]
+pub struct NativeObjectStore {
+    pub(crate) inner: Store,
+}
+
+#[napi]
+impl NativeObjectStore {
+    /// A local directory (created on first write), with fsync of files and directories.
+    #[napi(factory, catch_unwind)]
+    pub fn local(dir: String) -> napi::Result<Self> {
+        Ok(NativeObjectStore {
+            inner: Store::local(dir).napi()?,
+        })
+    }
+
+    /// A fresh, private in-memory store.
+    #[napi(factory, catch_unwind)]
+    pub fn memory() -> Self {
+        NativeObjectStore {
+            inner: Store::memory(),
+        }
+    }
+
+    /// `file:///abs/path`, `memory://NAME` (shared in-process) or a plain local path.
+    #[napi(factory, catch_unwind)]
+    pub fn from_uri(uri: String) -> napi::Result<Self> {
+        Ok(NativeObjectStore {
+            inner: Store::from_uri(&uri).napi()?,
+        })
+    }
+
+    /// Where the store lives.
+    #[napi(getter)]
+    pub fn location(&self) -> String {
+        self.inner.location().to_string()
+    }
+
+    /// Fail the next `n` WAL-entry puts (`Infinity`: all of them until `recover()`).
+    #[napi(catch_unwind)]
+    pub fn fail_wal_puts(&self, n: f64) -> napi::Result<()> {
+        let n = if n == f64::INFINITY {
+            u64::MAX
+        } else if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9.007e15 {
+            n as u64
+        } else {
+            return Err(invalid(format!(
+                "failWalPuts(n): n must be a non-negative integer or Infinity, got {n}"
+            )));
+        };
+        self.inner.faults().fail_wal_puts(n);
+        Ok(())
+    }
+
+    /// When on, a failing WAL put lands before its error is returned (a lost acknowledgement).
+    #[napi(catch_unwind)]
+    pub fn set_lost_ack(&self, on: bool) {
+        self.inner.faults().set_lost_ack(on);
+    }
+
+    /// Switches every fault off.
+    #[napi(catch_unwind)]
+    pub fn recover(&self) {
+        self.inner.faults().recover();
+    }
+
+    /// WAL-entry puts attempted through this store so far.
+    #[napi(catch_unwind)]
+    pub fn wal_put_attempts(&self) -> f64 {
+        self.inner.faults().wal_put_attempts() as f64
+    }
+
+    /// Shard ids present in this store.
+    #[napi(catch_unwind)]
+    pub async fn list_shards(&self) -> napi::Result<Vec<String>> {
+        Ok(self
+            .inner
+            .list_shards()
+            .await
+            .napi()?
+            .into_iter()
+            .map(|u| u.to_string())
+            .collect())
+    }
+}

@@ -1,0 +1,212 @@
+//! `NativeShardWriter`: a thin shell over [`memwal_core::ShardWriter`].
+//! Each method converts its arguments, makes one core call and maps the error.
+
+use std::sync::{Arc, Mutex};
+
+use memwal_core::{DurableWatcher, ShardWriter, WriteResult};
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, PromiseRaw, Uint8Array};
+use napi_derive::napi;
+
+use crate::convert::{
+    NativeManifest, NativeMemTableStats, NativeWalStats, NativeWriteResult, NativeWriteStats,
+    NativeWriterOptions,
+};
+use crate::error::{IntoNapi, invalid};
+use crate::ipc;
+use crate::store::NativeObjectStore;
+
+/// Decodes a put's IPC bytes and checks them against what the caller passed: a `Table` from a
+/// second copy of apache-arrow can encode into a stream that silently lacks data.
+fn decode_put(
+    data: &[u8],
+    expected_rows: Option<f64>,
+    expected_columns: Option<f64>,
+) -> napi::Result<Vec<arrow_array::RecordBatch>> {
+    let (schema, batches) = ipc::decode_stream(bytes::Bytes::copy_from_slice(data))?;
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let columns = schema.fields().len();
+    let rows_ok = expected_rows.is_none_or(|r| r == rows as f64);
+    let cols_ok = expected_columns.is_none_or(|c| c == columns as f64);
+    if !rows_ok || !cols_ok {
+        return Err(invalid(format!(
+            "the data passed to put has {} rows and {} columns, but memwal decoded {rows} rows and {columns} columns from its Arrow IPC encoding. This happens when two copies of apache-arrow are installed and the Table comes from the other one. Align apache-arrow to ^21.2 (`npm ls apache-arrow`), or pass IPC bytes from the caller's own tableToIPC(table, 'stream')",
+            expected_rows.map_or("?".into(), |r| r.to_string()),
+            expected_columns.map_or("?".into(), |c| c.to_string()),
+        )));
+    }
+    Ok(batches)
+}
+
+/// The writer of one shard. See `ShardWriter` in `index.ts`.
+#[napi]
+pub struct NativeShardWriter {
+    inner: Arc<ShardWriter>,
+}
+
+/// The in-memory result of `putNoWait` and the durability of its rows.
+#[napi]
+pub struct NativeWriteTicket {
+    result: WriteResult,
+    durable: Mutex<Option<DurableWatcher>>,
+    has_durable: bool,
+}
+
+#[napi]
+impl NativeWriteTicket {
+    /// Where the rows went.
+    #[napi(getter)]
+    pub fn result(&self) -> NativeWriteResult {
+        self.result.into()
+    }
+
+    /// True in durable mode: `wait()` resolves when the rows are durable.
+    #[napi(getter)]
+    pub fn has_durable(&self) -> bool {
+        self.has_durable
+    }
+
+    /// Resolves when the rows are durable (at once in non-durable mode).
+    #[napi(catch_unwind)]
+    pub async fn wait(&self) -> napi::Result<()> {
+        let watcher = self
+            .durable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match watcher {
+            Some(w) => w.wait().await.napi(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[napi]
+impl NativeShardWriter {
+    /// Opens (claims) a shard.
+    #[napi(ts_return_type = "Promise<NativeShardWriter>", catch_unwind)]
+    pub fn open<'env>(
+        env: &'env Env,
+        store: &NativeObjectStore,
+        schema: Uint8Array,
+        options: NativeWriterOptions,
+    ) -> napi::Result<PromiseRaw<'env, NativeShardWriter>> {
+        let store = store.inner.clone();
+        let schema = ipc::decode_schema(&schema)?;
+        let config = options.to_config()?;
+        env.spawn_future(async move {
+            let w = ShardWriter::open(store, schema, config).await.napi()?;
+            Ok(NativeShardWriter { inner: Arc::new(w) })
+        })
+    }
+
+    /// The shard id (UUID).
+    #[napi(getter)]
+    pub fn shard_id(&self) -> String {
+        self.inner.shard_id().to_string()
+    }
+
+    /// The claimed epoch.
+    #[napi(getter)]
+    pub fn epoch(&self) -> f64 {
+        self.inner.epoch() as f64
+    }
+
+    /// Inserts the batches of an IPC stream; durable mode resolves once they are durable.
+    #[napi(catch_unwind)]
+    pub async fn put(
+        &self,
+        data: Uint8Array,
+        expected_rows: Option<f64>,
+        expected_columns: Option<f64>,
+    ) -> napi::Result<NativeWriteResult> {
+        let batches = decode_put(&data, expected_rows, expected_columns)?;
+        drop(data);
+        Ok(self.inner.put(batches).await.napi()?.into())
+    }
+
+    /// Inserts and returns at once, with a ticket for durability.
+    #[napi(catch_unwind)]
+    pub async fn put_no_wait(
+        &self,
+        data: Uint8Array,
+        expected_rows: Option<f64>,
+        expected_columns: Option<f64>,
+    ) -> napi::Result<NativeWriteTicket> {
+        let batches = decode_put(&data, expected_rows, expected_columns)?;
+        drop(data);
+        let (result, watcher) = self.inner.put_no_wait(batches).await.napi()?;
+        Ok(NativeWriteTicket {
+            result,
+            has_durable: watcher.is_some(),
+            durable: Mutex::new(watcher),
+        })
+    }
+
+    /// Makes everything written so far durable.
+    #[napi(catch_unwind)]
+    pub async fn flush(&self) -> napi::Result<()> {
+        self.inner.flush().await.napi()
+    }
+
+    /// Freezes the active MemTable.
+    #[napi(catch_unwind)]
+    pub async fn force_seal_active(&self) -> napi::Result<()> {
+        self.inner.force_seal_active().await.napi()
+    }
+
+    /// Waits for every frozen MemTable's generation flush.
+    #[napi(catch_unwind)]
+    pub async fn wait_for_flush_drain(&self) -> napi::Result<()> {
+        self.inner.wait_for_flush_drain().await.napi()
+    }
+
+    /// Fails with FENCED if another writer claimed the shard.
+    #[napi(catch_unwind)]
+    pub async fn check_fenced(&self) -> napi::Result<()> {
+        self.inner.check_fenced().await.napi()
+    }
+
+    /// MemTable statistics.
+    #[napi(catch_unwind)]
+    pub fn memtable_stats(&self) -> napi::Result<NativeMemTableStats> {
+        Ok(self.inner.memtable_stats().napi()?.into())
+    }
+
+    /// WAL statistics.
+    #[napi(catch_unwind)]
+    pub fn wal_stats(&self) -> NativeWalStats {
+        self.inner.wal_stats().into()
+    }
+
+    /// Write statistics.
+    #[napi(catch_unwind)]
+    pub fn stats(&self) -> NativeWriteStats {
+        self.inner.stats().into()
+    }
+
+    /// The latest manifest.
+    #[napi(catch_unwind)]
+    pub async fn manifest(&self) -> napi::Result<Option<NativeManifest>> {
+        Ok(self.inner.manifest().await.napi()?.as_ref().map(Into::into))
+    }
+
+    /// Every row the writer holds, as one Arrow IPC stream.
+    #[napi(catch_unwind)]
+    pub async fn scan(&self) -> napi::Result<Buffer> {
+        let batches = self.inner.scan().await.napi()?;
+        Ok(ipc::encode_stream(&self.inner.schema(), &batches)?.into())
+    }
+
+    /// Flushes everything and stops.
+    #[napi(catch_unwind)]
+    pub async fn close(&self) -> napi::Result<()> {
+        self.inner.close().await.napi()
+    }
+
+    /// Stops without flushing.
+    #[napi(catch_unwind)]
+    pub async fn abort(&self) -> napi::Result<()> {
+        self.inner.abort().await.napi()
+    }
+}

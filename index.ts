@@ -1,0 +1,885 @@
+/**
+ * memwal: a durable, write-ahead-logged MemTable of Apache Arrow record batches.
+ *
+ * A {@link ShardWriter} owns one shard. In durable mode `await writer.put(batches)` resolves
+ * only once those exact rows are in a WAL entry on the object store, so a crash loses nothing
+ * it acknowledged. Rows are readable at once (`scan()`); full MemTables become immutable
+ * Parquet generation files; a new writer of the same shard fences the old one, whose calls
+ * then reject with a {@link FencedError}.
+ *
+ * This file is the whole public API. It converts Arrow data to IPC bytes at the edge, turns
+ * native errors into typed {@link MemWalError}s, and otherwise forwards to the Rust core.
+ *
+ * @packageDocumentation
+ */
+
+import { RecordBatch, Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow'
+
+import {
+  NativeObjectStore,
+  NativeShardReader,
+  NativeShardWriter,
+  NativeWalTailer,
+  type NativeWriterOptions,
+} from './binding.js'
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/** Stable error codes. Branch on these, not on messages. */
+export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO'
+
+/**
+ * Why a writer was fenced: another writer claimed the shard (`PeerClaimedEpoch`), or this
+ * writer could not make its WAL durable (`PersistenceFailure`). Both are terminal for the
+ * writer; reopen the shard to replay its WAL.
+ */
+export type FenceReason = 'PeerClaimedEpoch' | 'PersistenceFailure'
+
+/**
+ * Every error memwal throws or rejects with. `code` is stable; `message` says what happened
+ * and what to do.
+ */
+export class MemWalError extends Error {
+  /** The stable error code. */
+  readonly code: MemWalErrorCode
+
+  /** @hidden */
+  constructor(code: MemWalErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'MemWalError'
+    this.code = code
+  }
+}
+
+/**
+ * The writer lost the shard (`fenceReason: 'PeerClaimedEpoch'`) or can no longer vouch for its
+ * WAL (`'PersistenceFailure'`). Every later call on the writer fails with the same error; open
+ * a new writer to take the shard over and replay the WAL.
+ */
+export class FencedError extends MemWalError {
+  /** Why the writer was fenced. */
+  readonly fenceReason: FenceReason
+
+  /** @hidden */
+  constructor(fenceReason: FenceReason, message: string, options?: { cause?: unknown }) {
+    super('FENCED', message, options)
+    this.name = 'FencedError'
+    this.fenceReason = fenceReason
+  }
+}
+
+/** A bad argument or option. Fix the call; nothing was written. */
+export class InvalidArgumentError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INVALID_ARGUMENT', message, options)
+    this.name = 'InvalidArgumentError'
+  }
+}
+
+/** The data's schema is not the shard's; the message names the differing field. */
+export class SchemaMismatchError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SCHEMA_MISMATCH', message, options)
+    this.name = 'SchemaMismatchError'
+  }
+}
+
+/** The handle was closed or aborted (or its background task stopped). Open a new one. */
+export class ClosedError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLOSED', message, options)
+    this.name = 'ClosedError'
+  }
+}
+
+/** Stored data could not be decoded; the message names the object. */
+export class CorruptError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CORRUPT', message, options)
+    this.name = 'CorruptError'
+  }
+}
+
+/** The object store failed; the message keeps the cause. Often transient. */
+export class IoError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('IO', message, options)
+    this.name = 'IoError'
+  }
+}
+
+const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?\] /
+
+/** Node-API statuses that mean "an argument had the wrong type". */
+const ARGUMENT_STATUSES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'BigintExpected',
+  'DateExpected',
+  'ArrayBufferExpected',
+  'DetachableArraybufferExpected',
+])
+
+function errorOf(code: MemWalErrorCode, message: string, fenceReason: string | undefined, cause: unknown): MemWalError {
+  const options = { cause }
+  switch (code) {
+    case 'FENCED':
+      return new FencedError(fenceReason === 'PersistenceFailure' ? 'PersistenceFailure' : 'PeerClaimedEpoch', message, options)
+    case 'INVALID_ARGUMENT':
+      return new InvalidArgumentError(message, options)
+    case 'SCHEMA_MISMATCH':
+      return new SchemaMismatchError(message, options)
+    case 'CLOSED':
+      return new ClosedError(message, options)
+    case 'CORRUPT':
+      return new CorruptError(message, options)
+    case 'IO':
+      return new IoError(message, options)
+  }
+}
+
+/** The one place native errors become typed errors. */
+function translate(e: unknown): unknown {
+  if (e instanceof MemWalError || !(e instanceof Error)) {
+    return e
+  }
+  const m = TAG.exec(e.message)
+  if (m !== null) {
+    return errorOf(m[1] as MemWalErrorCode, e.message.slice(m[0].length), m[2], e)
+  }
+  const status = (e as { code?: unknown }).code
+  if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {
+    return new InvalidArgumentError(e.message, { cause: e })
+  }
+  return new IoError(e.message, { cause: e })
+}
+
+async function call<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f()
+  } catch (e) {
+    throw translate(e)
+  }
+}
+
+function callSync<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    throw translate(e)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object stores
+// ---------------------------------------------------------------------------------------------
+
+/** Test hooks that make the WAL's object store misbehave. All faults are off by default. */
+export class StoreFaults {
+  readonly #native: NativeObjectStore
+
+  /** @hidden */
+  constructor(native: NativeObjectStore) {
+    this.#native = native
+  }
+
+  /**
+   * Fail the next `n` WAL-entry puts with a transient error; `Infinity` fails every WAL put
+   * until {@link StoreFaults.recover}.
+   */
+  failWalPuts(n: number): void {
+    callSync(() => this.#native.failWalPuts(n))
+  }
+
+  /** When on, a failing WAL put lands in the store before its error is returned. */
+  setLostAck(on: boolean): void {
+    callSync(() => this.#native.setLostAck(on))
+  }
+
+  /** Switches every fault off. */
+  recover(): void {
+    callSync(() => this.#native.recover())
+  }
+
+  /** WAL-entry puts attempted through this store so far (failed or not). */
+  walPutAttempts(): number {
+    return callSync(() => this.#native.walPutAttempts())
+  }
+}
+
+const storeNatives = new WeakMap<ObjectStore, NativeObjectStore>()
+
+/**
+ * Where shards live: a local directory (fsync on), an in-memory store, or a URI.
+ *
+ * @example
+ * ```ts
+ * const store = ObjectStore.local('./data')
+ * const shared = ObjectStore.fromUri('memory://tests') // same objects for every open in this process
+ * ```
+ */
+export class ObjectStore {
+  /** Fault injection for tests (shared by every handle on the same store). */
+  readonly faults: StoreFaults
+  readonly #native: NativeObjectStore
+
+  private constructor(native: NativeObjectStore) {
+    this.#native = native
+    this.faults = new StoreFaults(native)
+    storeNatives.set(this, native)
+  }
+
+  /**
+   * A local directory. Files and directories are fsynced before a write is acknowledged. The
+   * directory is created on the first write.
+   *
+   * @throws {InvalidArgumentError} if the path is empty or names a file.
+   */
+  static local(dir: string): ObjectStore {
+    requireString('ObjectStore.local(dir)', dir)
+    return new ObjectStore(callSync(() => NativeObjectStore.local(dir)))
+  }
+
+  /** A fresh, private in-memory store (nothing survives the process). */
+  static memory(): ObjectStore {
+    return new ObjectStore(callSync(() => NativeObjectStore.memory()))
+  }
+
+  /**
+   * A store from a location string: `file:///abs/path` or a plain path (local directory), or
+   * `memory://NAME` (an in-process store shared by every open that uses the same name).
+   *
+   * @throws {InvalidArgumentError} for an empty location or an unsupported scheme.
+   */
+  static fromUri(uri: string): ObjectStore {
+    requireString('ObjectStore.fromUri(uri)', uri)
+    return new ObjectStore(callSync(() => NativeObjectStore.fromUri(uri)))
+  }
+
+  /** Where the store lives. */
+  get location(): string {
+    return this.#native.location
+  }
+
+  /** Ids of the shards present in this store. */
+  async listShards(): Promise<string[]> {
+    return call(() => this.#native.listShards())
+  }
+}
+
+/** A location: a path or URI string, or an {@link ObjectStore}. */
+export type Location = string | ObjectStore
+
+function nativeStore(location: Location): NativeObjectStore {
+  if (location instanceof ObjectStore) {
+    const n = storeNatives.get(location)
+    if (n !== undefined) return n
+  }
+  if (typeof location === 'string') {
+    return callSync(() => NativeObjectStore.fromUri(location))
+  }
+  throw new InvalidArgumentError(
+    `location must be a path, a URI (file:///abs/path, memory://NAME) or an ObjectStore, got ${describe(location)}`,
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arrow data at the edge
+// ---------------------------------------------------------------------------------------------
+
+/** What `put` accepts: a Table, a RecordBatch, an array of RecordBatches, or IPC stream bytes. */
+export type PutData = Table | RecordBatch | RecordBatch[] | Uint8Array
+
+function describe(v: unknown): string {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  if (typeof v === 'object') return `an object (${(v as object).constructor?.name ?? 'Object'})`
+  return `${typeof v} ${String(v)}`
+}
+
+function requireString(what: string, v: unknown): asserts v is string {
+  if (typeof v !== 'string') {
+    throw new InvalidArgumentError(`${what} expects a string, got ${describe(v)}`)
+  }
+}
+
+interface Encoded {
+  bytes: Uint8Array
+  rows: number | null
+  columns: number | null
+}
+
+function encodeTable(table: Table): Encoded {
+  let bytes: Uint8Array
+  try {
+    bytes = tableToIPC(table, 'stream')
+  } catch (e) {
+    throw new InvalidArgumentError(
+      `the Table could not be encoded as Arrow IPC (${(e as Error).message}). If two copies of apache-arrow are installed, align them to ^21.2 (npm ls apache-arrow) or pass IPC bytes`,
+      { cause: e },
+    )
+  }
+  return { bytes, rows: table.numRows, columns: table.numCols }
+}
+
+function schemaText(s: Schema): string {
+  return s.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')
+}
+
+function encode(data: unknown): Encoded {
+  if (data instanceof Uint8Array) {
+    return { bytes: data, rows: null, columns: null }
+  }
+  if (data instanceof Table) {
+    return encodeTable(data)
+  }
+  if (data instanceof RecordBatch) {
+    return encodeTable(new Table(data))
+  }
+  if (Array.isArray(data)) {
+    if (data.length === 0) {
+      throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
+    }
+    data.forEach((b, i) => {
+      if (!(b instanceof RecordBatch)) {
+        throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(b)}`)
+      }
+    })
+    const batches = data as RecordBatch[]
+    const first = batches[0]!.schema
+    batches.forEach((b, i) => {
+      if (schemaText(b.schema) !== schemaText(first)) {
+        throw new SchemaMismatchError(
+          `batch ${i} has schema (${schemaText(b.schema)}) but batch 0 has (${schemaText(first)}); every batch of a put needs the shard's schema`,
+        )
+      }
+    })
+    return encodeTable(new Table(batches))
+  }
+  throw new InvalidArgumentError(
+    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), got ${describe(data)}`,
+  )
+}
+
+function schemaBytes(schema: unknown): Uint8Array {
+  if (!(schema instanceof Schema)) {
+    throw new InvalidArgumentError(`options.schema must be an apache-arrow Schema, got ${describe(schema)}`)
+  }
+  return tableToIPC(new Table(schema), 'stream')
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+// ---------------------------------------------------------------------------------------------
+
+/** Options of {@link ShardWriter.open}. Sizes are bytes, durations milliseconds. */
+export interface ShardWriterOptions {
+  /** The shard's schema. Every put must match it (field names, types, nullability). */
+  schema: Schema
+  /**
+   * The shard to write (a UUID). Reopening an existing shard takes it over from its previous
+   * writer and replays its WAL.
+   * @defaultValue a new random UUID (a new shard)
+   */
+  shardId?: string
+  /**
+   * `true`: `put` resolves once its rows are in a persisted WAL entry. `false`: once they are in
+   * memory; the WAL is written by the ticker, the size trigger, `flush()` and `close()`.
+   * @defaultValue true
+   */
+  durableWrite?: boolean
+  /**
+   * `false` selects WAL-only mode: puts go to the WAL only (no scan, no generations, no replay);
+   * positions are writer-lifetime.
+   * @defaultValue true
+   */
+  enableMemtable?: boolean
+  /**
+   * Non-durable size trigger: a WAL append is queued each time this many bytes accumulate in
+   * the active MemTable. 0 disables it.
+   * @defaultValue 10485760 (10 MiB)
+   */
+  maxWalBufferSize?: number
+  /**
+   * Background ticker period: pending non-durable rows are appended to the WAL at least this
+   * often. `null` disables the ticker.
+   * @defaultValue 100
+   */
+  maxWalFlushIntervalMs?: number | null
+  /**
+   * Retries of a failing WAL put at the same position before the writer fences itself with
+   * `PersistenceFailure`.
+   * @defaultValue 3
+   */
+  maxWalPersistRetries?: number
+  /**
+   * Base of the exponential retry backoff (doubles per retry, capped at 5 s).
+   * @defaultValue 50
+   */
+  walPersistRetryBaseDelayMs?: number
+  /**
+   * Freeze the active MemTable (and flush it as a Parquet generation) at this estimated size.
+   * @defaultValue 268435456 (256 MiB)
+   */
+  maxMemtableSize?: number
+  /**
+   * Batches a MemTable holds; it freezes when full. A single put may not carry more.
+   * @defaultValue 8000
+   */
+  maxMemtableBatches?: number
+  /**
+   * Backpressure: puts wait (never fail) while unflushed MemTables hold more than this.
+   * @defaultValue 1073741824 (1 GiB)
+   */
+  maxUnflushedMemtableBytes?: number
+}
+
+const NUMBER_OPTIONS = [
+  'maxWalBufferSize',
+  'maxWalPersistRetries',
+  'walPersistRetryBaseDelayMs',
+  'maxMemtableSize',
+  'maxMemtableBatches',
+  'maxUnflushedMemtableBytes',
+] as const
+const BOOLEAN_OPTIONS = ['durableWrite', 'enableMemtable'] as const
+const KNOWN_OPTIONS = new Set<string>([
+  'schema',
+  'shardId',
+  'maxWalFlushIntervalMs',
+  ...NUMBER_OPTIONS,
+  ...BOOLEAN_OPTIONS,
+])
+
+function nativeOptions(options: unknown): { schema: Uint8Array; native: NativeWriterOptions } {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
+  }
+  const o = options as Record<string, unknown>
+  for (const key of Object.keys(o)) {
+    if (!KNOWN_OPTIONS.has(key)) {
+      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: ${[...KNOWN_OPTIONS].join(', ')}`)
+    }
+  }
+  const native: NativeWriterOptions = {}
+  if (o.shardId !== undefined) {
+    requireString('options.shardId', o.shardId)
+    native.shardId = o.shardId
+  }
+  for (const key of BOOLEAN_OPTIONS) {
+    const v = o[key]
+    if (v === undefined) continue
+    if (typeof v !== 'boolean') {
+      throw new InvalidArgumentError(`invalid option ${key}: expected a boolean, got ${describe(v)}`)
+    }
+    native[key] = v
+  }
+  for (const key of NUMBER_OPTIONS) {
+    const v = o[key]
+    if (v === undefined) continue
+    if (typeof v !== 'number') {
+      throw new InvalidArgumentError(`invalid option ${key}: expected a number, got ${describe(v)}`)
+    }
+    native[key] = v
+  }
+  const interval = o.maxWalFlushIntervalMs
+  if (interval === null) {
+    native.disableWalFlushInterval = true
+  } else if (interval !== undefined) {
+    if (typeof interval !== 'number') {
+      throw new InvalidArgumentError(
+        `invalid option maxWalFlushIntervalMs: expected a number or null, got ${describe(interval)}`,
+      )
+    }
+    native.maxWalFlushIntervalMs = interval
+  }
+  return { schema: schemaBytes(o.schema), native }
+}
+
+/** Where a put's rows went. */
+export interface WriteResult {
+  /** The MemTable generation that accepted the rows; `null` in WAL-only mode. */
+  generation: number | null
+  /**
+   * Batch positions `[start, end)`, local to `generation` (the first put after a rotation is
+   * `0..1` again); writer-lifetime in WAL-only mode.
+   */
+  batchPositions: { start: number; end: number }
+}
+
+/** What {@link ShardWriter.putNoWait} returns. */
+export interface PutNoWaitResult {
+  /** Where the rows went (they are in memory already). */
+  result: WriteResult
+  /** Resolves when the rows are durable; `null` in non-durable mode. */
+  durable: Promise<void> | null
+}
+
+/** Statistics of the active MemTable and the frozen ones awaiting their generation flush. */
+export interface MemTableStats {
+  generation: number
+  rowCount: number
+  batchCount: number
+  estimatedSize: number
+  pendingWalBatchCount: number
+  pendingWalRowCount: number
+  pendingWalEstimatedBytes: number
+  frozenMemtableCount: number
+  frozenEstimatedBytes: number
+}
+
+/** The writer's view of its WAL. */
+export interface WalStats {
+  /** Where the next WAL entry goes. */
+  nextWalEntryPosition: number
+  /** Where this writer's fence sentinel went (epoch ≥ 2). */
+  fenceSentinelPosition: number | null
+  /** WAL entries this writer appended. */
+  entriesAppended: number
+  /** Their encoded bytes. */
+  bytesAppended: number
+}
+
+/** Write counters. `putsPerWalEntry` is the group-commit factor of durable puts. */
+export interface WriteStats {
+  putCount: number
+  putRows: number
+  putTimeMs: number
+  walFlushCount: number
+  walFlushBytes: number
+  walFlushBatches: number
+  walFlushTimeMs: number
+  durableRequests: number
+  putsPerWalEntry: number
+  memtableFlushCount: number
+  memtableFlushRows: number
+  memtableFlushTimeMs: number
+  backpressureEvents: number
+  backpressureWaitMs: number
+}
+
+/** One flushed generation (an immutable Parquet file). */
+export interface FlushedGeneration {
+  generation: number
+  /** Directory relative to the shard directory; the data is `<path>/data.parquet`. */
+  path: string
+  rows: number | null
+  bytes: number | null
+}
+
+/** A shard manifest version. */
+export interface ShardManifest {
+  shardId: string | null
+  version: number
+  writerEpoch: number
+  /** WAL entries at or below this position are in flushed generations. */
+  replayAfterWalEntryPosition: number
+  walEntryPositionLastSeen: number
+  currentGeneration: number
+  flushedGenerations: FlushedGeneration[]
+  writerId: string
+}
+
+function writeResult(r: { generation?: number | null; batchPositions: { start: number; end: number } }): WriteResult {
+  return { generation: r.generation ?? null, batchPositions: { start: r.batchPositions.start, end: r.batchPositions.end } }
+}
+
+function manifestOf(m: {
+  shardId?: string | null
+  version: number
+  writerEpoch: number
+  replayAfterWalEntryPosition: number
+  walEntryPositionLastSeen: number
+  currentGeneration: number
+  flushedGenerations: Array<{ generation: number; path: string; rows?: number | null; bytes?: number | null }>
+  writerId: string
+}): ShardManifest {
+  return {
+    ...m,
+    shardId: m.shardId ?? null,
+    flushedGenerations: m.flushedGenerations.map((g) => ({ ...g, rows: g.rows ?? null, bytes: g.bytes ?? null })),
+  }
+}
+
+/**
+ * The one writer of a shard.
+ *
+ * Opening claims the shard (a higher epoch), fences any previous writer, and replays its WAL.
+ * Methods may be called concurrently: concurrent durable puts share WAL entries (group commit).
+ *
+ * @example
+ * ```ts
+ * const w = await ShardWriter.open('./data', { schema })
+ * try {
+ *   await w.put(tableFromArrays({ id: Int32Array.from([1, 2]) }))
+ *   console.log((await w.scan()).numRows)
+ * } finally {
+ *   await w.close()
+ * }
+ * ```
+ */
+export class ShardWriter {
+  readonly #native: NativeShardWriter
+
+  private constructor(native: NativeShardWriter) {
+    this.#native = native
+  }
+
+  /**
+   * Opens the writer of a shard: claims the next epoch, fences the previous writer (its next
+   * WAL append fails), replays the WAL, and starts the background tasks.
+   *
+   * @param location - a local path, `file:///abs/path`, `memory://NAME`, or an {@link ObjectStore}
+   * @param options - the schema (required) and configuration
+   * @returns the open writer
+   * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative)
+   * @throws {SchemaMismatchError} if the shard was written with another schema
+   * @throws {FencedError} if another writer claimed the shard at the same time
+   * @throws {CorruptError} if a manifest or WAL entry cannot be decoded
+   * @throws {IoError} if the store fails (e.g. a read-only directory)
+   */
+  static async open(location: Location, options: ShardWriterOptions): Promise<ShardWriter> {
+    const store = nativeStore(location)
+    const { schema, native } = nativeOptions(options)
+    return new ShardWriter(await call(() => NativeShardWriter.open(store, schema, native)))
+  }
+
+  /** The shard id (a UUID). Pass it as `shardId` to reopen the shard. */
+  get shardId(): string {
+    return this.#native.shardId
+  }
+
+  /** The epoch this writer claimed (higher than every previous writer's). */
+  get epoch(): number {
+    return this.#native.epoch
+  }
+
+  /**
+   * Inserts rows atomically. In durable mode it resolves only once the WAL entry holding
+   * exactly these rows is persisted; in non-durable mode, once they are in memory.
+   *
+   * @param data - a Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
+   * @returns the generation and the generation-local batch positions
+   * @throws {InvalidArgumentError} for empty input, an empty batch, or bad bytes
+   * @throws {SchemaMismatchError} if the data's schema is not the shard's
+   * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
+   * @throws {ClosedError} after `close()`/`abort()`
+   */
+  async put(data: PutData): Promise<WriteResult> {
+    const e = encode(data)
+    return writeResult(await call(() => this.#native.put(e.bytes, e.rows, e.columns)))
+  }
+
+  /**
+   * Inserts rows and resolves once they are in memory, with a promise of their durability
+   * (`null` in non-durable mode). MemTable mode only.
+   *
+   * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
+   */
+  async putNoWait(data: PutData): Promise<PutNoWaitResult> {
+    const e = encode(data)
+    const ticket = await call(() => this.#native.putNoWait(e.bytes, e.rows, e.columns))
+    let durable: Promise<void> | null = null
+    if (ticket.hasDurable) {
+      durable = call(() => ticket.wait())
+      // Callers may ignore `durable`; its rejection must not crash the process.
+      durable.catch(() => undefined)
+    }
+    return { result: writeResult(ticket.result), durable }
+  }
+
+  /**
+   * Makes every row written so far durable; resolves when it is.
+   * @throws {FencedError} if the WAL append fails
+   */
+  async flush(): Promise<void> {
+    return call(() => this.#native.flush())
+  }
+
+  /**
+   * Freezes the active MemTable (if it holds rows) and queues its generation flush. Does not
+   * wait for the flush: see {@link ShardWriter.waitForFlushDrain}.
+   * @throws {FencedError} if another writer claimed the shard
+   */
+  async forceSealActive(): Promise<void> {
+    return call(() => this.#native.forceSealActive())
+  }
+
+  /** Resolves when every frozen MemTable is flushed as a Parquet generation. */
+  async waitForFlushDrain(): Promise<void> {
+    return call(() => this.#native.waitForFlushDrain())
+  }
+
+  /**
+   * Reads the manifest and rejects with a {@link FencedError} (`PeerClaimedEpoch`) if another
+   * writer claimed the shard.
+   */
+  async checkFenced(): Promise<void> {
+    return call(() => this.#native.checkFenced())
+  }
+
+  /** Statistics of the active and frozen MemTables. MemTable mode only. */
+  async memtableStats(): Promise<MemTableStats> {
+    return callSync(() => this.#native.memtableStats())
+  }
+
+  /** The writer's view of its WAL. */
+  async walStats(): Promise<WalStats> {
+    const s = callSync(() => this.#native.walStats())
+    return { ...s, fenceSentinelPosition: s.fenceSentinelPosition ?? null }
+  }
+
+  /** Write counters (puts, WAL entries, group-commit factor, generation flushes). */
+  stats(): WriteStats {
+    return callSync(() => this.#native.stats())
+  }
+
+  /** The shard's latest manifest, read from the store. */
+  async manifest(): Promise<ShardManifest | null> {
+    const m = await call(() => this.#native.manifest())
+    return m === null || m === undefined ? null : manifestOf(m)
+  }
+
+  /**
+   * Every row the writer holds, in insertion order (flushed generations, frozen MemTables,
+   * the active MemTable). In durable mode only WAL-appended rows are included. MemTable mode
+   * only.
+   * @throws {FencedError} if the writer is fenced
+   */
+  async scan(): Promise<Table> {
+    return tableFromIPC(await call(() => this.#native.scan()))
+  }
+
+  /**
+   * Flushes everything (WAL, active MemTable, generations), stops the background tasks and
+   * reports the first error. Later calls reject with {@link ClosedError}.
+   */
+  async close(): Promise<void> {
+    return call(() => this.#native.close())
+  }
+
+  /**
+   * Stops without flushing: rows not yet durable are dropped (as in a crash) and waiting
+   * durable puts reject. Idempotent.
+   */
+  async abort(): Promise<void> {
+    return call(() => this.#native.abort())
+  }
+
+  /** `await using w = await ShardWriter.open(...)` closes the writer at scope exit. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readers
+// ---------------------------------------------------------------------------------------------
+
+/** Options of {@link ShardReader.open} and {@link WalTailer.open}. */
+export interface ShardOptions {
+  /** The shard to read. */
+  shardId: string
+}
+
+function shardIdOf(options: unknown): string {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
+  }
+  const id = (options as { shardId?: unknown }).shardId
+  requireString('options.shardId', id)
+  return id
+}
+
+/**
+ * A read-only view of a shard: what a new writer would recover. It claims nothing and never
+ * writes.
+ */
+export class ShardReader {
+  readonly #native: NativeShardReader
+
+  private constructor(native: NativeShardReader) {
+    this.#native = native
+  }
+
+  /**
+   * Opens a shard for reading.
+   * @throws {InvalidArgumentError} if there is no such shard at the location
+   */
+  static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
+    const store = nativeStore(location)
+    const shardId = shardIdOf(options)
+    return new ShardReader(await call(() => NativeShardReader.open(store, shardId)))
+  }
+
+  /** Every recoverable row: the flushed generations, then the WAL after the replay cursor. */
+  async scan(): Promise<Table> {
+    return tableFromIPC(await call(() => this.#native.scan()))
+  }
+
+  /** The latest manifest. */
+  async manifest(): Promise<ShardManifest> {
+    return manifestOf(await call(() => this.#native.manifest()))
+  }
+}
+
+/** One WAL entry, as read by a {@link WalTailer}. */
+export interface WalEntry {
+  /** 1-based position. */
+  position: number
+  /** Epoch of the writer that appended it. */
+  writerEpoch: number
+  /** A fence sentinel (written by a new writer; no rows). */
+  isSentinel: boolean
+  /** The entry's rows; `null` for a sentinel. */
+  table: Table | null
+}
+
+/** Reads a shard's WAL entries by position, for change-data capture. Never writes. */
+export class WalTailer {
+  readonly #native: NativeWalTailer
+
+  private constructor(native: NativeWalTailer) {
+    this.#native = native
+  }
+
+  /** A tailer over a shard's WAL. */
+  static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
+    const store = nativeStore(location)
+    const shardId = shardIdOf(options)
+    return new WalTailer(await call(() => NativeWalTailer.open(store, shardId)))
+  }
+
+  /** The first position with no entry; every position below it holds one. */
+  async nextPosition(): Promise<number> {
+    return call(() => this.#native.nextPosition())
+  }
+
+  /** The entry at `position` (≥ 1), or `null` if there is none. */
+  async read(position: number): Promise<WalEntry | null> {
+    if (typeof position !== 'number') {
+      throw new InvalidArgumentError(`read(position) expects a number, got ${describe(position)}`)
+    }
+    const e = await call(() => this.#native.read(position))
+    if (e === null || e === undefined) return null
+    return {
+      position: e.position,
+      writerEpoch: e.writerEpoch,
+      isSentinel: e.isSentinel,
+      table: e.data === null || e.data === undefined ? null : tableFromIPC(e.data),
+    }
+  }
+}
