@@ -309,7 +309,10 @@ async fn foreign_files_in_the_shard_are_ignored() {
         drop(a);
         let wal_dir = backend.store.shard_paths(shard.id).wal_dir();
         backend
-            .plant(&wal_dir.child("README.txt"), Bytes::from_static(b"hi"))
+            .plant(
+                &wal_dir.clone().join("README.txt"),
+                Bytes::from_static(b"hi"),
+            )
             .await;
         let b = shard.open(durable()).await;
         assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
