@@ -1,0 +1,447 @@
+//! The writer's lifecycle: close, abort, force_seal_active, wait_for_flush_drain, flush, the
+//! background ticker, backpressure, statistics and configuration (reference §2.8-§2.10).
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_schema::Schema;
+use memwal_core::{ErrorCode, FenceReason, ShardWriter, WriterConfig};
+use support::*;
+
+// Reference §8.2 scenario 16: close freezes and flushes the active MemTable.
+#[tokio::test]
+async fn close_flushes_the_active_memtable() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_memtable_size: u64::MAX,
+            max_unflushed_memtable_bytes: u64::MAX,
+            ..durable()
+        };
+        let w = shard.open(config.clone()).await;
+        let initial = w.memtable_stats().unwrap().generation;
+        for i in 0..50 {
+            w.put(vec![batch([i])]).await.unwrap();
+        }
+        let s = w.memtable_stats().unwrap();
+        assert_eq!(s.generation, initial);
+        assert_eq!(s.row_count, 50);
+        w.close().await.unwrap();
+        let m = shard.manifest().await;
+        assert!(m.current_generation > initial, "{}", backend.name);
+        let w = shard.open(config).await;
+        assert_eq!(
+            w.memtable_stats().unwrap().row_count,
+            0,
+            "nothing to replay"
+        );
+        assert_eq!(ids(&w.scan().await.unwrap()), (0..50).collect::<Vec<_>>());
+        w.close().await.unwrap();
+    }
+}
+
+// Reference §8.2 scenarios 17 and 42 (MemTable mode): the final WAL append fails, and close
+// reports that first failure (typed, with the store's message), after joining the tasks.
+#[tokio::test(start_paused = true)]
+async fn close_reports_the_first_failure_and_joins_the_tasks() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let faults = backend.store.faults();
+    let config = WriterConfig {
+        max_wal_buffer_size: u64::MAX,
+        max_memtable_size: u64::MAX,
+        max_wal_persist_retries: 2,
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    w.put(vec![rows(0, 10)]).await.unwrap();
+    faults.fail_wal_puts(u64::MAX);
+    let e = w.close().await.unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(FenceReason::PersistenceFailure),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("WAL persistence failed"), "{text}");
+    assert!(
+        text.contains("injected transient WAL put failure"),
+        "{text}"
+    );
+    assert_eq!(faults.wal_put_attempts(), 3);
+    // Nothing is left running: no retry happens later, and the writer is closed.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(faults.wal_put_attempts(), 3);
+    assert_eq!(
+        w.put(vec![rows(0, 1)]).await.unwrap_err().code(),
+        ErrorCode::Closed
+    );
+    w.abort().await.unwrap();
+    assert_eq!(shard.manifest().await.flushed_generations.len(), 0);
+}
+
+// Reference §8.2 scenario 20.
+#[tokio::test]
+async fn force_seal_and_drain_flush_one_generation() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(non_durable()).await;
+        let initial = w.memtable_stats().unwrap().generation;
+        let before = shard.manifest().await.flushed_generations.len();
+        w.put(vec![rows(0, 10)]).await.unwrap();
+        w.force_seal_active().await.unwrap();
+        // Sealing does not wait; the generation is active at once.
+        assert_eq!(w.memtable_stats().unwrap().generation, initial + 1);
+        w.wait_for_flush_drain().await.unwrap();
+        let s = w.memtable_stats().unwrap();
+        assert_eq!((s.generation, s.batch_count), (initial + 1, 0));
+        assert_eq!(s.frozen_memtable_count, 0, "{}", backend.name);
+        assert_eq!(shard.manifest().await.flushed_generations.len(), before + 1);
+        w.close().await.unwrap();
+        shard.assert_recovered(0..10).await;
+    }
+}
+
+// Reference §8.2 scenario 21.
+#[tokio::test]
+async fn force_seal_of_an_empty_memtable_is_a_no_op() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(durable()).await;
+    let before = shard.manifest().await;
+    w.force_seal_active().await.unwrap();
+    w.wait_for_flush_drain().await.unwrap();
+    assert_eq!(w.memtable_stats().unwrap().generation, 1);
+    assert_eq!(shard.manifest().await, before);
+    w.close().await.unwrap();
+}
+
+// Reference §8.2 scenario 22: abort discards unflushed rows without any I/O, and is
+// idempotent.
+#[tokio::test]
+async fn abort_discards_without_flushing_and_is_idempotent() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(non_durable()).await;
+        w.put(vec![rows(0, 10)]).await.unwrap();
+        let before = shard.manifest().await;
+        w.abort().await.unwrap();
+        w.abort().await.unwrap();
+        assert_eq!(shard.manifest().await, before, "{}", backend.name);
+        assert_eq!(shard.wal_len().await, 0);
+        assert_eq!(
+            w.put(vec![batch([1])]).await.unwrap_err().code(),
+            ErrorCode::Closed
+        );
+        assert_eq!(w.close().await.unwrap_err().code(), ErrorCode::Closed);
+        shard.assert_recovered([]).await;
+    }
+}
+
+// Reference §10.22: every call after close rejects with `Closed` (abort stays a no-op).
+#[tokio::test]
+async fn every_call_after_close_is_rejected_as_closed() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    w.close().await.unwrap();
+    let errors = [
+        w.put(vec![batch([2])]).await.unwrap_err(),
+        w.put_no_wait(vec![batch([2])]).await.unwrap_err(),
+        w.flush().await.unwrap_err(),
+        w.scan().await.unwrap_err(),
+        w.force_seal_active().await.unwrap_err(),
+        w.wait_for_flush_drain().await.unwrap_err(),
+        w.check_fenced().await.unwrap_err(),
+        w.memtable_stats().unwrap_err(),
+        w.close().await.unwrap_err(),
+    ];
+    for e in errors {
+        assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+        assert!(e.to_string().contains("is closed"), "{e}");
+    }
+    w.abort().await.unwrap();
+    // Accessors that read no writer state still work.
+    assert_eq!(w.epoch(), 1);
+    assert_eq!(w.stats().put_count, 1);
+    shard.assert_recovered([1]).await;
+}
+
+// Dropping a writer without close is an abort (a crash): durable rows survive, buffered
+// non-durable rows do not, and nothing else is written.
+#[tokio::test]
+async fn dropping_an_open_writer_aborts_it() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(non_durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    drop(w);
+    tokio::task::yield_now().await;
+    assert_eq!(shard.wal_len().await, 0);
+    assert_eq!(shard.manifest().await.version, 1);
+}
+
+// Reference §8.2 scenario 41, in memwal's terms: the flush handler has no per-message error
+// path to survive, but it must survive requests whose waiters went away (dropped watchers,
+// cancelled puts) and keep serving later ones.
+#[tokio::test]
+async fn the_flush_handler_survives_waiters_that_went_away() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        let (_, watcher) = w.put_no_wait(vec![batch([1])]).await.unwrap();
+        drop(watcher);
+        // A put future dropped at its first poll: its rows are in, its request queued.
+        let mut cancelled = Box::pin(w.put(vec![batch([2])]));
+        let _ = futures::poll!(cancelled.as_mut());
+        drop(cancelled);
+        for i in 3..6 {
+            w.put(vec![batch([i])]).await.unwrap();
+        }
+        assert_eq!(
+            ids(&w.scan().await.unwrap()),
+            vec![1, 2, 3, 4, 5],
+            "{}",
+            backend.name
+        );
+        w.close().await.unwrap();
+        shard.assert_recovered(1..6).await;
+    }
+}
+
+// Reference §8.5 scenario 89, in memwal's terms: a generation flush's completion is reported
+// once, to every waiter alike; concurrent drains all see the same outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_drains_all_see_the_same_outcome() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_persist_retries: 0,
+        ..non_durable()
+    };
+    let w = Arc::new(shard.open(config).await);
+    w.put(vec![batch([1])]).await.unwrap();
+    w.force_seal_active().await.unwrap();
+    let drains = (0..4).map(|_| {
+        let w = w.clone();
+        tokio::spawn(async move { w.wait_for_flush_drain().await })
+    });
+    for r in futures::future::join_all(drains).await {
+        r.unwrap().unwrap();
+    }
+    assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
+
+    w.put(vec![batch([2])]).await.unwrap();
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    w.force_seal_active().await.unwrap();
+    let drains = (0..4).map(|_| {
+        let w = w.clone();
+        tokio::spawn(async move { w.wait_for_flush_drain().await })
+    });
+    let errors: Vec<String> = futures::future::join_all(drains)
+        .await
+        .into_iter()
+        .map(|r| {
+            let e = r.unwrap().unwrap_err();
+            assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+            e.to_string()
+        })
+        .collect();
+    assert!(errors.windows(2).all(|p| p[0] == p[1]), "{errors:?}");
+    assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
+}
+
+// Reference §10.8: the ticker makes non-durable rows durable with no further call.
+#[tokio::test(start_paused = true)]
+async fn the_ticker_appends_non_durable_rows_on_its_own() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_flush_interval_ms: Some(100),
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(shard.wal_len().await, 0, "not before the tick");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(shard.wal_entries().await, vec![(1, 1, 1)]);
+    // Nothing pending: later ticks write nothing.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(shard.wal_len().await, 1);
+    w.put(vec![batch([2])]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(shard.wal_entries().await, vec![(1, 1, 1), (2, 1, 1)]);
+    drop(w);
+    shard.assert_recovered([1, 2]).await;
+}
+
+// Reference §10.8: with the ticker off and no size trigger, non-durable rows stay in memory
+// until `flush()`, which makes everything written so far durable.
+#[tokio::test(start_paused = true)]
+async fn flush_makes_everything_written_so_far_durable() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(non_durable()).await;
+        w.put(vec![batch([1])]).await.unwrap();
+        w.put(vec![batch([2])]).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(shard.wal_len().await, 0, "{}", backend.name);
+        w.flush().await.unwrap();
+        assert_eq!(shard.wal_entries().await, vec![(1, 1, 2)]);
+        w.flush().await.unwrap();
+        assert_eq!(shard.wal_len().await, 1, "an empty flush writes nothing");
+        drop(w);
+        shard.assert_recovered([1, 2]).await;
+    }
+}
+
+// Reference §8.2 scenario 43.
+#[tokio::test]
+async fn no_backpressure_under_the_threshold() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_unflushed_memtable_bytes: 1 << 20,
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    for i in 0..10 {
+        w.put(vec![batch([i])]).await.unwrap();
+    }
+    let s = w.stats();
+    assert_eq!(s.backpressure_events, 0);
+    assert_eq!(s.backpressure_wait, Duration::ZERO);
+    assert_eq!(w.memtable_stats().unwrap().frozen_memtable_count, 0);
+    w.close().await.unwrap();
+}
+
+// Reference §8.2 scenario 44: over the threshold, a put waits (it never fails for pressure)
+// until generation flushes bring the unflushed bytes back under it.
+#[tokio::test]
+async fn backpressure_waits_for_generation_flushes_and_never_fails() {
+    for (backend, config) in [
+        (Backend::local(), non_durable()),
+        (Backend::memory(), durable()),
+    ] {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_unflushed_memtable_bytes: 100,
+            ..config
+        };
+        let w = shard.open(config).await;
+        for i in 0..5 {
+            w.put(vec![rows(i * 10, 10)]).await.unwrap();
+        }
+        // Every put after the first found the previous one's bytes unflushed.
+        assert_eq!(w.stats().backpressure_events, 4, "{}", backend.name);
+        assert_eq!(shard.manifest().await.flushed_generations.len(), 4);
+        w.close().await.unwrap();
+        shard.assert_recovered(0..50).await;
+    }
+}
+
+// Reference §2.8 (WAL-only): backpressure on the pending queue triggers an append and waits
+// for it.
+#[tokio::test]
+async fn wal_only_backpressure_waits_for_the_queue_to_drain() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        enable_memtable: false,
+        max_wal_buffer_size: u64::MAX,
+        max_unflushed_memtable_bytes: 100,
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    for i in 0..4 {
+        w.put(vec![rows(i * 10, 10)]).await.unwrap();
+    }
+    assert_eq!(w.stats().backpressure_events, 3);
+    assert_eq!(shard.wal_len().await, 3);
+    w.close().await.unwrap();
+    shard.assert_recovered(0..40).await;
+}
+
+// Close waits for every generation frozen before it, in order.
+#[tokio::test]
+async fn close_waits_for_every_frozen_generation() {
+    let backend = Backend::local();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_memtable_batches: 1,
+        ..non_durable()
+    };
+    let w = shard.open(config).await;
+    for i in 0..20 {
+        w.put(vec![batch([i])]).await.unwrap();
+    }
+    w.close().await.unwrap();
+    let m = shard.manifest().await;
+    let gens: Vec<u64> = m.flushed_generations.iter().map(|g| g.generation).collect();
+    assert_eq!(gens, (1..=20).collect::<Vec<_>>());
+    assert_eq!(m.current_generation, 21);
+    shard.assert_recovered(0..20).await;
+}
+
+// Statistics after a mixed workload (reference §1.8).
+#[tokio::test]
+async fn stats_count_puts_appends_and_generation_flushes() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let w = shard.open(durable()).await;
+    w.put(vec![rows(0, 3)]).await.unwrap();
+    w.put(vec![rows(3, 2), rows(5, 1)]).await.unwrap();
+    w.force_seal_active().await.unwrap();
+    w.wait_for_flush_drain().await.unwrap();
+    let s = w.stats();
+    assert_eq!((s.put_count, s.put_rows), (2, 6));
+    assert_eq!((s.wal_flush_count, s.wal_flush_batches), (2, 3));
+    assert!(s.wal_flush_bytes > 0);
+    assert_eq!((s.memtable_flush_count, s.memtable_flush_rows), (1, 6));
+    // Only durable puts count; the freeze's request does not.
+    assert_eq!(s.durable_requests, 2);
+    assert_eq!(s.puts_per_wal_entry(), 1.0);
+    let ws = w.wal_stats();
+    assert_eq!(ws.entries_appended, 2);
+    assert_eq!(ws.bytes_appended, s.wal_flush_bytes);
+    assert_eq!(ws.next_wal_entry_position, 3);
+    w.close().await.unwrap();
+}
+
+// Config and schema are checked before anything is written (reference §7).
+#[tokio::test]
+async fn an_invalid_config_or_schema_fails_open_without_writing() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let cases = [
+        WriterConfig {
+            max_memtable_batches: 0,
+            ..durable()
+        },
+        WriterConfig {
+            max_wal_flush_interval_ms: Some(0),
+            ..durable()
+        },
+        WriterConfig {
+            max_unflushed_memtable_bytes: 0,
+            ..durable()
+        },
+    ];
+    for config in cases {
+        let e = shard.try_open(config).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    }
+    let e = ShardWriter::open(
+        backend.store.clone(),
+        Arc::new(Schema::empty()),
+        on(shard.id, durable()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(backend.store.list_shards().await.unwrap().is_empty());
+}
