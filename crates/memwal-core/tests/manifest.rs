@@ -1,0 +1,376 @@
+//! The shard manifest through the public `ManifestStore` and the writer: how the first claim
+//! initializes a shard, commits against concurrent handles, no caching, and how the latest
+//! version is found (reference §1.3, §8.6).
+
+mod support;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use memwal_core::manifest::{FlushedGeneration, ManifestStore, ShardManifest, ShardStatus};
+use memwal_core::{ErrorCode, ShardReader, Store};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+};
+use support::*;
+
+/// An in-memory store that counts manifest-version HEADs and can make them fail (a transient
+/// 503), to observe how the latest version is found.
+struct ProbedStore {
+    inner: InMemory,
+    manifest_heads: AtomicU64,
+    fail_manifest_heads: AtomicBool,
+}
+
+fn is_manifest_version(path: &Path) -> bool {
+    path.as_ref().contains("/manifest/") && path.as_ref().ends_with(".binpb")
+}
+
+impl fmt::Debug for ProbedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProbedStore")
+    }
+}
+
+impl fmt::Display for ProbedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProbedStore")
+    }
+}
+
+#[async_trait]
+impl ObjectStore for ProbedStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        if options.head && is_manifest_version(location) {
+            self.manifest_heads.fetch_add(1, Ordering::SeqCst);
+            if self.fail_manifest_heads.load(Ordering::SeqCst) {
+                return Err(object_store::Error::Generic {
+                    store: "probed",
+                    source: "503 Service Unavailable (injected)".into(),
+                });
+            }
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
+        self.inner.rename_opts(from, to, options).await
+    }
+}
+
+/// A manifest as `claim_epoch`/`commit_update` return it: the stored checksum is not set.
+fn without_checksum(m: ShardManifest) -> ShardManifest {
+    ShardManifest {
+        checksum: None,
+        ..m
+    }
+}
+
+fn probed() -> (Arc<ProbedStore>, Store) {
+    let probed = Arc::new(ProbedStore {
+        inner: InMemory::new(),
+        manifest_heads: AtomicU64::new(0),
+        fail_manifest_heads: AtomicBool::new(false),
+    });
+    let store = Store::from_object_store(probed.clone(), Path::default(), "memory://probed");
+    (probed, store)
+}
+
+// Reference §8.6 scenario 96, in memwal's terms: there is no separate `initialize_shard`; the
+// first claim creates version 1 (epoch 1, generation 1, cursors 0, the shard id and schema),
+// and every later claim carries the other fields over.
+#[tokio::test]
+async fn the_first_claim_initializes_the_shard() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        let m = shard.manifest().await;
+        assert_eq!((m.version, m.writer_epoch), (1, 1), "{}", backend.name);
+        assert_eq!(m.current_generation, 1);
+        assert_eq!(m.replay_after_wal_entry_position, 0);
+        assert_eq!(m.wal_entry_position_last_seen, 0);
+        assert!(m.flushed_generations.is_empty());
+        assert_eq!(m.shard_uuid(), Some(shard.id));
+        assert_eq!(m.shard_spec_id, 0);
+        assert_eq!(m.status, ShardStatus::Active as i32);
+        assert_eq!(m.schema().unwrap().unwrap().fields(), schema().fields());
+        w.put(vec![batch([1])]).await.unwrap();
+        w.close().await.unwrap();
+        let closed = shard.manifest().await;
+        let w = shard.open(durable()).await;
+        let m = shard.manifest().await;
+        assert_eq!((m.version, m.writer_epoch), (closed.version + 1, 2));
+        assert_eq!(m.flushed_generations, closed.flushed_generations);
+        assert_eq!(
+            m.replay_after_wal_entry_position,
+            closed.replay_after_wal_entry_position
+        );
+        assert_eq!(m.current_generation, closed.current_generation);
+        w.close().await.unwrap();
+    }
+}
+
+// Reference §8.6 scenario 100: a reader holds no manifest cache; it sees later commits.
+#[tokio::test]
+async fn a_reader_observes_later_commits() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = shard.open(durable()).await;
+        let r = ShardReader::open(backend.store.clone(), shard.id)
+            .await
+            .unwrap();
+        assert_eq!(r.manifest().await.unwrap().version, 1);
+        w.put(vec![batch([1])]).await.unwrap();
+        assert_eq!(ids(&r.scan().await.unwrap().batches), vec![1]);
+        w.force_seal_active().await.unwrap();
+        w.wait_for_flush_drain().await.unwrap();
+        let m = r.manifest().await.unwrap();
+        assert_eq!(m.version, 2, "{}", backend.name);
+        assert_eq!(m.flushed_generations.len(), 1);
+        assert_eq!(ids(&r.scan().await.unwrap().batches), vec![1]);
+        w.close().await.unwrap();
+    }
+}
+
+// Reference §8.6 scenario 101: a commit after another handle's commit at the same epoch is
+// rebuilt on top of it; neither change is lost.
+#[tokio::test]
+async fn a_commit_builds_on_a_concurrent_commit_of_the_same_epoch() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let h1 = shard.manifests();
+    let h2 = ManifestStore::new(backend.store.clone(), backend.store.shard_paths(shard.id));
+    let claimed = h1.claim_epoch(&schema(), "w").await.unwrap();
+    let epoch = claimed.writer_epoch;
+    let seven = FlushedGeneration {
+        generation: 7,
+        path: "0000abcd_gen_7".into(),
+        ..Default::default()
+    };
+    h1.commit_update(epoch, "w", |latest| {
+        let mut next = latest.clone();
+        next.flushed_generations.push(seven.clone());
+        next.current_generation = 8;
+        Some(next)
+    })
+    .await
+    .unwrap();
+    let mut seen_versions = Vec::new();
+    let m = h2
+        .commit_update(epoch, "w", |latest| {
+            seen_versions.push(latest.version);
+            let mut next = latest.clone();
+            next.replay_after_wal_entry_position = 42;
+            Some(next)
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen_versions, vec![claimed.version + 1]);
+    assert_eq!(m.version, claimed.version + 2);
+    assert_eq!(m.flushed_generations, vec![seven]);
+    assert_eq!(m.current_generation, 8);
+    assert_eq!(m.replay_after_wal_entry_position, 42);
+    assert_eq!(without_checksum(shard.manifest().await), m);
+}
+
+// Reference §8.6 scenario 103, in memwal's terms: the caller cannot commit a version out of
+// sequence; `commit_update` always writes the successor of the version it read.
+#[tokio::test]
+async fn a_commit_always_writes_the_successor_version() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let h = shard.manifests();
+    let claimed = h.claim_epoch(&schema(), "w").await.unwrap();
+    let m = h
+        .commit_update(claimed.writer_epoch, "w", |latest| {
+            let mut next: ShardManifest = latest.clone();
+            next.version = latest.version + 5;
+            next.writer_epoch = 99;
+            next.current_generation = 3;
+            Some(next)
+        })
+        .await
+        .unwrap();
+    assert_eq!(m.version, claimed.version + 1);
+    assert_eq!(
+        m.writer_epoch, claimed.writer_epoch,
+        "the epoch is ours, not the closure's"
+    );
+    assert_eq!(h.latest_version().await.unwrap(), claimed.version + 1);
+    for v in 1..=claimed.version + 1 {
+        assert!(h.read_version(v).await.unwrap().is_some(), "version {v}");
+    }
+    assert_eq!(shard.manifest().await.current_generation, 3);
+}
+
+// A commit by an older epoch fails with `PeerClaimedEpoch` and writes nothing.
+#[tokio::test]
+async fn a_commit_of_a_fenced_epoch_writes_nothing() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let h = shard.manifests();
+    let old = h.claim_epoch(&schema(), "a").await.unwrap();
+    let new = h.claim_epoch(&schema(), "b").await.unwrap();
+    assert_eq!(new.writer_epoch, old.writer_epoch + 1);
+    let e = h
+        .commit_update(old.writer_epoch, "a", |l| Some(l.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(memwal_core::FenceReason::PeerClaimedEpoch)
+    );
+    assert_eq!(without_checksum(shard.manifest().await), new);
+}
+
+// Reference §8.6 scenario 104: a failed HEAD while finding the latest version is an error, not
+// "no such version": the writer's fence check is not reported clear, an open claims nothing,
+// and everything works again once the store heals.
+#[tokio::test]
+async fn a_failed_head_is_an_error_never_the_end_of_the_versions() {
+    let (probed, store) = probed();
+    let shard = Shard::new(&store);
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    let before = shard.manifest().await;
+
+    probed.fail_manifest_heads.store(true, Ordering::SeqCst);
+    let e = w.check_fenced().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    assert!(e.to_string().contains("manifest"), "{e}");
+    assert!(
+        e.causes().iter().any(|c| c.contains("503")),
+        "{:?}",
+        e.causes()
+    );
+    let e = shard.try_open(durable()).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    assert!(shard.manifests().latest_version().await.is_err());
+    let e = ShardReader::open(store.clone(), shard.id)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+
+    probed.fail_manifest_heads.store(false, Ordering::SeqCst);
+    assert_eq!(
+        shard.manifest().await,
+        before,
+        "the failed open claimed nothing"
+    );
+    w.check_fenced().await.unwrap();
+    w.put(vec![batch([2])]).await.unwrap();
+    w.close().await.unwrap();
+    shard.assert_recovered([1, 2]).await;
+}
+
+// Reference §8.6 scenario 105, with memwal's probe schedule: from the version hint, HEADs go
+// forward in batches of 2, 4, 8, … 64, so a precise hint costs two successor HEADs and a
+// stale one a number logarithmic in its lag.
+#[tokio::test]
+async fn finding_the_latest_version_costs_heads_logarithmic_in_the_hint_lag() {
+    let (probed, store) = probed();
+    let shard = Shard::new(&store);
+    let h = shard.manifests();
+    let claimed = h.claim_epoch(&schema(), "w").await.unwrap();
+    for _ in 0..150 {
+        h.commit_update(claimed.writer_epoch, "w", |l| {
+            let mut n = l.clone();
+            n.wal_entry_position_last_seen += 1;
+            Some(n)
+        })
+        .await
+        .unwrap();
+    }
+    let latest = claimed.version + 150;
+    let hint = store.shard_paths(shard.id).version_hint();
+    for (lag, successor_heads) in [(0, 2), (1, 2), (10, 14), (100, 126)] {
+        let planted = format!("{{\"version\":{}}}", latest - lag);
+        store_put(&probed, &hint, planted).await;
+        probed.manifest_heads.store(0, Ordering::SeqCst);
+        assert_eq!(h.latest_version().await.unwrap(), latest);
+        let heads = probed.manifest_heads.load(Ordering::SeqCst);
+        assert_eq!(heads, 1 + successor_heads, "lag {lag}");
+    }
+}
+
+async fn store_put(probed: &ProbedStore, path: &Path, text: String) {
+    probed
+        .inner
+        .put(path, PutPayload::from(Bytes::from(text)))
+        .await
+        .unwrap();
+}
