@@ -343,3 +343,117 @@ async fn every_queued_waiter_gets_the_latched_error() {
     }
     assert_eq!(backend.store.faults().wal_put_attempts(), 1);
 }
+
+// Reference §3.2: retries at one slot back off exponentially from the base delay.
+#[tokio::test(start_paused = true)]
+async fn retries_back_off_exponentially() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        wal_persist_retry_base_delay_ms: 100,
+        ..durable()
+    };
+    let w = shard.open(config).await;
+    backend.store.faults().fail_wal_puts(3);
+    let started = tokio::time::Instant::now();
+    w.put(vec![batch([1])]).await.unwrap();
+    // 100 + 200 + 400 ms of backoff before the fourth attempt.
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(700) && took < Duration::from_millis(800),
+        "{took:?}"
+    );
+    assert_eq!(backend.store.faults().wal_put_attempts(), 4);
+    assert_eq!(shard.wal_entries().await, vec![(1, 1, 1)]);
+    w.close().await.unwrap();
+}
+
+// Reference §3.2: after a failed put the appender checks the manifest before spending its
+// retries; a successor's claim is terminal at once.
+#[tokio::test(start_paused = true)]
+async fn a_failed_put_checks_for_a_successor_before_retrying() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let config = WriterConfig {
+            max_wal_persist_retries: 10,
+            wal_persist_retry_base_delay_ms: 1000,
+            ..durable()
+        };
+        let a = shard.open(config).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        // The successor writes through a handle of its own, without faults.
+        let peer = Shard {
+            store: backend.second_handle(),
+            id: shard.id,
+        };
+        let b = peer.open(durable()).await;
+        backend.store.faults().fail_wal_puts(u64::MAX);
+        let started = tokio::time::Instant::now();
+        let e = a.put(vec![batch([2])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        assert_eq!(
+            backend.store.faults().wal_put_attempts(),
+            2,
+            "{}",
+            backend.name
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(1000),
+            "no backoff"
+        );
+        b.close().await.unwrap();
+        peer.assert_recovered([1]).await;
+    }
+}
+
+// Reference §3.1: a fence sentinel whose acknowledgement was lost is recognised as ours on the
+// retry; the open succeeds and the sentinel is not written twice.
+#[tokio::test]
+async fn a_lost_acknowledgement_of_the_fence_sentinel_is_recognised() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        drop(a);
+        backend.store.faults().set_lost_ack(true);
+        backend.store.faults().fail_wal_puts(1);
+        let b = shard.open(durable()).await;
+        backend.store.faults().recover();
+        assert_eq!(
+            b.wal_stats().fence_sentinel_position,
+            Some(2),
+            "{}",
+            backend.name
+        );
+        assert_eq!(b.wal_stats().next_wal_entry_position, 3);
+        b.put(vec![batch([2])]).await.unwrap();
+        b.close().await.unwrap();
+        assert_eq!(shard.wal_len().await, 3);
+        shard.assert_recovered([1, 2]).await;
+    }
+}
+
+// A sentinel that cannot be written fails the open with an I/O error; the rows stay
+// recoverable by the next open.
+#[tokio::test]
+async fn a_sentinel_that_cannot_be_written_fails_the_open() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let a = shard.open(durable()).await;
+    a.put(vec![batch([1])]).await.unwrap();
+    drop(a);
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    let e = shard
+        .try_open(WriterConfig {
+            max_wal_persist_retries: 1,
+            ..durable()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    assert!(e.to_string().contains("fence sentinel"), "{e}");
+    backend.store.faults().recover();
+    let c = shard.open(durable()).await;
+    assert_eq!(ids(&c.scan().await.unwrap()), vec![1]);
+    c.close().await.unwrap();
+}

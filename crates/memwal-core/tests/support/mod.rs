@@ -92,6 +92,15 @@ impl Backend {
         }
     }
 
+    /// Another handle on the same objects with its own fault controller, as a second process
+    /// would have.
+    pub fn second_handle(&self) -> Store {
+        match &self._dir {
+            Some(dir) => Store::local(dir.path()).unwrap(),
+            None => Store::from_object_store(self.raw.clone(), Path::default(), "memory://test"),
+        }
+    }
+
     /// Writes `bytes` at `path` directly, bypassing memwal (and its put-if-absent).
     pub async fn plant(&self, path: &Path, bytes: Bytes) {
         self.raw
