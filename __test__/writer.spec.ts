@@ -1,5 +1,5 @@
 import test from 'ava'
-import { RecordBatch, tableToIPC } from 'apache-arrow'
+import { RecordBatch, tableFromArrays, tableToIPC } from 'apache-arrow'
 
 import { ShardWriter, ShardReader } from '../index'
 import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
@@ -96,5 +96,14 @@ test('stats count puts, WAL entries and generation flushes', async (t) => {
   const wal = await w.walStats()
   t.is(wal.nextWalEntryPosition, 3)
   t.is(wal.fenceSentinelPosition, null)
+  await w.close()
+})
+
+test('dictionary-encoded strings from tableFromArrays fit a Utf8 field', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  await w.put(tableFromArrays({ id: Int32Array.from([1, 2]), name: ['x', 'y'] }))
+  const out = await w.scan()
+  t.deepEqual(ids(out), [1, 2])
+  t.deepEqual(out.getChild('name')?.toArray(), ['x', 'y'])
   await w.close()
 })
