@@ -886,7 +886,7 @@ impl Drop for ShardWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{DictionaryArray, Int32Array, StringArray, types::Int32Type};
+    use arrow_array::{Array, DictionaryArray, Int32Array, StringArray, types::Int32Type};
     use arrow_schema::{DataType, Field, Schema};
 
     fn shard_schema() -> SchemaRef {
