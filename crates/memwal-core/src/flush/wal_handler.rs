@@ -220,6 +220,19 @@ impl WalFlushHandler {
         for (memtable, end) in stores {
             let store = memtable.store();
             let start = store.wal_appended_len();
+            let committed = store.len();
+            if end > committed {
+                // Reference §2.6 (post-#7888): never append a short range and then report the
+                // whole of it durable; a request past the committed length is a broken
+                // invariant, and this writer can no longer vouch for its WAL.
+                return Err(self.inner.poison(Error::persistence_failure(
+                    format!(
+                        "WAL flush range [{start}, {end}) of generation {} is missing batch position {committed}; its BatchStore holds {committed} batches. Reopen the writer to replay the WAL",
+                        memtable.generation()
+                    ),
+                    None,
+                )));
+            }
             if start >= end {
                 continue;
             }

@@ -203,3 +203,64 @@ impl WriterInner {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::Mode;
+    use crate::flush::put_completion;
+    use crate::flush::wal_handler::{FlushRequest, WalMsg};
+    use crate::{FenceReason, ShardWriter, Store, WalTailer, WriterConfig};
+
+    // Reference §8.3 scenario 66 (and §2.6, recommended): a flush request past the store's
+    // committed length is a broken invariant, never a short append. It poisons the writer
+    // with `PersistenceFailure` and appends nothing, so no completion can report rows durable
+    // that no entry holds.
+    #[tokio::test]
+    async fn a_flush_past_the_committed_length_poisons_without_appending() {
+        let store = Store::memory();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+        let batch = |v: i32| {
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(Int32Array::from(vec![v]))]).unwrap()
+        };
+        let config = WriterConfig {
+            durable_write: false,
+            max_wal_flush_interval_ms: None,
+            ..Default::default()
+        };
+        let w = ShardWriter::open(store.clone(), schema.clone(), config)
+            .await
+            .unwrap();
+        w.put(vec![batch(1), batch(2)]).await.unwrap();
+        let active = match &w.inner.lock().mode {
+            Mode::MemTable(mt) => mt.active.clone(),
+            Mode::WalOnly(_) => unreachable!(),
+        };
+        let (completion, watcher) = put_completion();
+        w.inner
+            .wal_tx
+            .send(WalMsg::Flush(FlushRequest {
+                memtable: active.clone(),
+                end: 3,
+                completion: Some(completion),
+                from_put: true,
+            }))
+            .unwrap();
+        let e = watcher.wait().await.unwrap_err();
+        assert_eq!(
+            e.fence_reason(),
+            Some(FenceReason::PersistenceFailure),
+            "{e}"
+        );
+        assert!(e.to_string().contains("missing batch position 2"), "{e}");
+        assert_eq!(active.store().wal_appended_len(), 0);
+        let tailer = WalTailer::open(store, w.shard_id()).await.unwrap();
+        assert_eq!(tailer.next_position().await.unwrap(), 1, "nothing appended");
+        let e = w.put(vec![batch(3)]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    }
+}
