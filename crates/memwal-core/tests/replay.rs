@@ -321,3 +321,32 @@ async fn foreign_files_in_the_shard_are_ignored() {
         shard.assert_recovered([1, 2]).await;
     }
 }
+
+// Reference §10.13: WAL metadata memwal does not write (such as a newer Lance's `generation`
+// key) is ignored on replay and by readers.
+#[tokio::test]
+async fn unknown_entry_metadata_is_ignored() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        drop(a);
+        let b = batch([2]);
+        let tagged = std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(
+            b.schema().fields().clone(),
+            std::collections::HashMap::from([("generation".to_string(), "7".to_string())]),
+        ));
+        let b = arrow_array::RecordBatch::try_new(tagged, b.columns().to_vec()).unwrap();
+        let path = backend.store.shard_paths(shard.id).wal_entry(2);
+        backend.plant(&path, encode_entry(1, &[b]).unwrap()).await;
+        let w = shard.open(durable()).await;
+        assert_eq!(
+            ids(&w.scan().await.unwrap()),
+            vec![1, 2],
+            "{}",
+            backend.name
+        );
+        w.close().await.unwrap();
+        shard.assert_recovered([1, 2]).await;
+    }
+}

@@ -364,3 +364,38 @@ async fn open_does_not_replay_and_appends_after_the_tip() {
     w.close().await.unwrap();
     shard.assert_recovered([1, 2]).await;
 }
+
+// Reference §8.2 scenario 6 (WAL-only variant): abort while a durable put waits on its append
+// fails the put with the handler-exited error; it never hangs or succeeds.
+#[tokio::test]
+async fn abort_while_a_durable_put_waits_fails_the_put() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let config = WriterConfig {
+        max_wal_persist_retries: 10,
+        wal_persist_retry_base_delay_ms: 1000,
+        ..wal_only(durable())
+    };
+    let w = Arc::new(shard.open(config).await);
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    let put = {
+        let w = w.clone();
+        tokio::spawn(async move { w.put(vec![batch([1])]).await })
+    };
+    wait_until("the append is being retried", || {
+        backend.store.faults().wal_put_attempts() > 0
+    })
+    .await;
+    w.abort().await.unwrap();
+    let e = tokio::time::timeout(std::time::Duration::from_secs(5), put)
+        .await
+        .expect("must not hang")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("WAL flush handler exited before reporting durability"),
+        "{e}"
+    );
+    assert_eq!(e.code(), ErrorCode::Closed);
+}
