@@ -6,16 +6,20 @@
 //! `_mem_wal/<shard>/…`) is built in [`ShardPaths`] and nowhere else.
 //!
 //! # Durability of the local store
-//! A local directory is served by `object_store`'s `LocalFileSystem` **with fsync on**: a put
-//! writes a staging file, `fsync`s it, hard-links it to its final name (which fails if the name
-//! exists, giving put-if-not-exists), then `fsync`s the parent directory, and every directory it
-//! had to create. Without `with_fsync(true)` a successful put can sit in the page cache only.
+//! A local directory is served by [`local::LocalStore`]: a put writes a staging file,
+//! `fdatasync`s it, hard-links it to its final name (which fails if the name exists, giving
+//! put-if-not-exists), then `fsync`s the parent directory, and every directory it had to
+//! create. Its persistence points go through the [`fs::Fs`] trait, so the power-loss simulator
+//! [`sim_fs::SimFs`] can replace the disk in tests.
 //!
 //! Every store is wrapped in [`faults::FaultInjectingStore`], whose faults are all off unless a
 //! test switches them on, so Rust tests and the JavaScript `ObjectStore.faults` share one
 //! mechanism.
 
 pub mod faults;
+pub mod fs;
+pub mod local;
+pub mod sim_fs;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,7 +27,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -31,6 +34,8 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use faults::{FaultInjectingStore, Faults};
+use fs::{Fs, StdFs};
+use local::LocalStore;
 
 /// Outcome of a create-if-absent put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,18 +91,16 @@ impl Store {
                 abs.display()
             )));
         }
-        let root = Path::from_absolute_path(&abs).map_err(|e| {
-            Error::invalid(format!(
-                "local store path {} is not usable as an object-store root: {e}",
-                abs.display()
-            ))
-        })?;
-        let fs = LocalFileSystem::new().with_fsync(true);
-        Ok(Self::from_object_store(
-            Arc::new(fs),
-            root,
-            abs.display().to_string(),
-        ))
+        Ok(Self::on_fs(Arc::new(StdFs), abs, true))
+    }
+
+    /// A store in directory `dir` of `fs` (absolute). `fsync: false` makes nothing durable
+    /// across a power loss: only for tests that must see that happen.
+    pub fn on_fs(fs: Arc<dyn Fs>, dir: std::path::PathBuf, fsync: bool) -> Self {
+        let faults = Arc::new(Faults::default());
+        let location = dir.display().to_string();
+        let local = LocalStore::new(fs, dir, fsync, faults.clone());
+        Self::with_faults(Arc::new(local), Path::default(), location, faults)
     }
 
     /// A fresh, private in-memory store (nothing survives the process).
@@ -154,7 +157,15 @@ impl Store {
         root: Path,
         location: impl Into<String>,
     ) -> Self {
-        let faults = Arc::new(Faults::default());
+        Self::with_faults(object_store, root, location, Arc::new(Faults::default()))
+    }
+
+    fn with_faults(
+        object_store: Arc<dyn ObjectStore>,
+        root: Path,
+        location: impl Into<String>,
+        faults: Arc<Faults>,
+    ) -> Self {
         let wrapped = FaultInjectingStore::new(object_store, faults.clone());
         Store {
             object_store: Arc::new(wrapped),

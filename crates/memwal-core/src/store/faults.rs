@@ -9,6 +9,9 @@
 //! - `set_lost_ack(true)`: a failing WAL put *lands* before its error is returned, the ambiguous
 //!   "request applied, response lost" case of reference §3.2.
 //! - `wal_put_attempts()`: how many WAL puts were attempted, failed or not.
+//! - `fail_wal_syncs(n)`: the next `n` syncs of a WAL entry (its data or its directory) fail
+//!   like an `fsync` returning EIO (local stores only: [`super::local::LocalStore`] consults
+//!   this controller at each of its persistence points).
 
 use std::fmt;
 use std::ops::Range;
@@ -30,6 +33,8 @@ pub struct Faults {
     fail_wal_puts: AtomicU64,
     lost_ack: AtomicBool,
     wal_put_attempts: AtomicU64,
+    fail_wal_syncs: AtomicU64,
+    skip_wal_syncs: AtomicU64,
 }
 
 /// Message of every injected WAL put failure (tests match on it).
@@ -46,10 +51,32 @@ impl Faults {
         self.lost_ack.store(on, Ordering::SeqCst);
     }
 
+    /// Fail the next `n` syncs of WAL entries (`u64::MAX`: all until [`Faults::recover`]).
+    pub fn fail_wal_syncs(&self, n: u64) {
+        self.fail_wal_syncs_after(0, n);
+    }
+
+    /// Let `skip` WAL syncs succeed, then fail the next `n`. A WAL entry has two syncs (its
+    /// data, then its directory), so `(1, 1)` fails only the directory sync.
+    pub fn fail_wal_syncs_after(&self, skip: u64, n: u64) {
+        self.skip_wal_syncs.store(skip, Ordering::SeqCst);
+        self.fail_wal_syncs.store(n, Ordering::SeqCst);
+    }
+
     /// Switches every fault off (attempt counters keep counting).
     pub fn recover(&self) {
         self.fail_wal_puts.store(0, Ordering::SeqCst);
         self.lost_ack.store(false, Ordering::SeqCst);
+        self.fail_wal_syncs.store(0, Ordering::SeqCst);
+        self.skip_wal_syncs.store(0, Ordering::SeqCst);
+    }
+
+    /// Decides whether this WAL sync fails.
+    pub(crate) fn take_wal_sync_failure(&self) -> bool {
+        if self.fail_wal_syncs.load(Ordering::SeqCst) == 0 || take_one(&self.skip_wal_syncs) {
+            return false;
+        }
+        take_one(&self.fail_wal_syncs)
     }
 
     /// WAL-entry puts attempted through this store so far.
@@ -60,17 +87,23 @@ impl Faults {
     /// Counts one WAL put attempt and decides whether it fails.
     fn take_wal_put_failure(&self) -> bool {
         self.wal_put_attempts.fetch_add(1, Ordering::SeqCst);
-        self.fail_wal_puts
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-                0 => None,
-                u64::MAX => Some(u64::MAX),
-                n => Some(n - 1),
-            })
-            .is_ok()
+        take_one(&self.fail_wal_puts)
     }
 }
 
-fn is_wal_path(path: &Path) -> bool {
+/// Consumes one unit of a "fail the next n" counter (`u64::MAX` never runs out).
+fn take_one(counter: &AtomicU64) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+            0 => None,
+            u64::MAX => Some(u64::MAX),
+            n => Some(n - 1),
+        })
+        .is_ok()
+}
+
+/// Whether `path` is a WAL entry (or inside a WAL directory).
+pub(crate) fn is_wal_path(path: &Path) -> bool {
     path.parts().any(|p| p.as_ref() == "wal")
 }
 

@@ -10,6 +10,8 @@
 //!   epoch cannot happen in a correct deployment; memwal treats it as `PersistenceFailure` too
 //!   rather than skipping ahead (Lance skips, which could leave our rows behind another
 //!   writer's).
+//! - **sync failure** (an `fsync` error from a local store): `PersistenceFailure` at once, no
+//!   retry: after a failed sync the kernel may have dropped the data (fsyncgate).
 //! - **other error**: check the manifest first (a successor's fence is terminal; do not spend
 //!   retries), then retry the **same** position with exponential backoff; after
 //!   `max_wal_persist_retries` retries, `PersistenceFailure`.
@@ -135,6 +137,16 @@ impl WalAppender {
                 Err(e) => {
                     if let Some(fence) = self.successor_fence().await {
                         return Err(fence);
+                    }
+                    if crate::store::local::is_sync_failure(&e) {
+                        // fsyncgate: after a failed sync the kernel may have dropped the dirty
+                        // pages, so a later "successful" retry proves nothing. Stop here.
+                        return Err(Error::persistence_failure(
+                            format!(
+                                "WAL persistence failed for shard {shard} at position {position}: a sync failed, so the entry may or may not be durable and is not retried; reopen to replay: {e}"
+                            ),
+                            Some(std::sync::Arc::new(e)),
+                        ));
                     }
                     if failed_attempts >= self.retry.max_retries {
                         return Err(Error::persistence_failure(

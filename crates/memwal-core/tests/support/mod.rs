@@ -85,9 +85,10 @@ impl Backend {
         Backend {
             name: "local",
             store,
-            // `Store::local` roots its paths at the absolute directory, on an unprefixed
-            // `LocalFileSystem`, so the same paths work here.
-            raw: Arc::new(object_store::local::LocalFileSystem::new()),
+            // `Store::local` paths are relative to its directory.
+            raw: Arc::new(
+                object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap(),
+            ),
             _dir: Some(dir),
         }
     }

@@ -1,0 +1,441 @@
+//! [`LocalStore`]: an `object_store` implementation over a local directory whose every
+//! persistence point memwal controls.
+//!
+//! # Why not `object_store::local::LocalFileSystem`
+//! `LocalFileSystem::with_fsync(true)` is durable too, but its writes and syncs happen inside
+//! one opaque call. memwal needs the persistence points in its own code so that they can be
+//! (a) exercised by a power-loss simulator ([`super::sim_fs::SimFs`]: the reliability suite
+//! crashes at every sync and checks that nothing acknowledged is lost, and that the same suite
+//! fails when syncing is switched off), and (b) failed on purpose (an `fsync` error must reject
+//! the puts it covers and poison the writer, never be retried and trusted).
+//!
+//! # Durability protocol of a put (create-if-absent)
+//! 1. Create missing parent directories top-down; `fsync` each new directory and its parent.
+//! 2. Write the bytes to a staging file, `fdatasync` it, and hard-link it to the final name
+//!    (`link` fails if the name exists: put-if-not-exists; readers never see a partial file).
+//! 3. `fsync` the parent directory, so the new name survives a power loss.
+//!
+//! Only then does the put return. Staging files (`.staging-…`) are never listed as objects.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+    Result,
+};
+
+use super::faults::Faults;
+use super::fs::{Fs, STAGING_PREFIX};
+
+/// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
+/// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
+#[derive(Debug, thiserror::Error)]
+#[error("sync of {path} failed: {source}")]
+pub struct SyncFailure {
+    /// What was being synced.
+    pub path: String,
+    /// The OS error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Whether `e` (from a store) is a [`SyncFailure`].
+pub fn is_sync_failure(e: &object_store::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = cur {
+        if s.downcast_ref::<SyncFailure>().is_some() {
+            return true;
+        }
+        cur = s.source();
+    }
+    false
+}
+
+/// See the module docs.
+pub struct LocalStore {
+    shared: Arc<Shared>,
+}
+
+/// The store's state; blocking tasks hold an `Arc` of it.
+struct Shared {
+    fs: Arc<dyn Fs>,
+    root: PathBuf,
+    fsync: bool,
+    faults: Arc<Faults>,
+    /// Directories known to exist durably (never removed by memwal).
+    known_dirs: Mutex<HashSet<PathBuf>>,
+}
+
+impl fmt::Debug for LocalStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "LocalStore({}, {:?})",
+            self.shared.root.display(),
+            self.shared.fs
+        )
+    }
+}
+
+impl fmt::Display for LocalStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LocalStore({})", self.shared.root.display())
+    }
+}
+
+fn system_time_to_utc(t: std::time::SystemTime) -> chrono::DateTime<chrono::Utc> {
+    t.into()
+}
+
+fn to_store_error(path: &Path, e: io::Error) -> object_store::Error {
+    match e.kind() {
+        io::ErrorKind::NotFound => object_store::Error::NotFound {
+            path: path.to_string(),
+            source: Box::new(e),
+        },
+        io::ErrorKind::AlreadyExists => object_store::Error::AlreadyExists {
+            path: path.to_string(),
+            source: Box::new(e),
+        },
+        _ => match e.downcast::<SyncFailure>() {
+            Ok(sync) => object_store::Error::Generic {
+                store: "LocalStore",
+                source: Box::new(sync),
+            },
+            Err(e) => object_store::Error::Generic {
+                store: "LocalStore",
+                source: Box::new(e),
+            },
+        },
+    }
+}
+
+fn not_implemented(op: &str) -> object_store::Error {
+    object_store::Error::NotImplemented {
+        operation: op.to_string(),
+        implementer: "LocalStore".to_string(),
+    }
+}
+
+impl LocalStore {
+    /// A store rooted at `root` on `fs`. With `fsync` false nothing is durable across a
+    /// power loss (only for tests that must see that happen). Sync failures are injected
+    /// through `faults`.
+    pub fn new(fs: Arc<dyn Fs>, root: PathBuf, fsync: bool, faults: Arc<Faults>) -> Self {
+        LocalStore {
+            shared: Arc::new(Shared {
+                fs,
+                root,
+                fsync,
+                faults,
+                known_dirs: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    fn handle(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+}
+
+impl Shared {
+    fn fs_path(&self, location: &Path) -> PathBuf {
+        let mut p = self.root.clone();
+        for part in location.parts() {
+            p.push(part.as_ref());
+        }
+        p
+    }
+
+    fn sync_dir(&self, dir: &std::path::Path, wal: bool) -> io::Result<()> {
+        if !self.fsync {
+            return Ok(());
+        }
+        if wal && self.faults.take_wal_sync_failure() {
+            return Err(io::Error::other(SyncFailure {
+                path: dir.display().to_string(),
+                source: io::Error::other("injected sync failure"),
+            }));
+        }
+        self.fs.sync_dir(dir).map_err(|source| {
+            io::Error::other(SyncFailure {
+                path: dir.display().to_string(),
+                source,
+            })
+        })
+    }
+
+    /// Creates `dir` and its missing ancestors, making each new entry durable.
+    fn ensure_dir(&self, dir: &std::path::Path) -> io::Result<()> {
+        if self
+            .known_dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(dir)
+        {
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        let mut cur = Some(dir);
+        while let Some(d) = cur {
+            if self.fs.exists(d)? {
+                break;
+            }
+            missing.push(d.to_path_buf());
+            cur = d.parent();
+        }
+        for d in missing.iter().rev() {
+            match self.fs.create_dir(d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+            self.sync_dir(d, false)?;
+            if let Some(parent) = d.parent() {
+                self.sync_dir(parent, false)?;
+            }
+        }
+        self.known_dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dir.to_path_buf());
+        Ok(())
+    }
+
+    fn put_blocking(&self, location: &Path, data: Bytes, mode: &PutMode) -> io::Result<()> {
+        let path = self.fs_path(location);
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        self.ensure_dir(&parent)?;
+        let wal = super::faults::is_wal_path(location);
+        let sync = self.fsync;
+        if sync && wal && self.faults.take_wal_sync_failure() {
+            // The data sync "failed": nothing is published, as with a real EIO from
+            // fdatasync in `Fs::create_file`.
+            return Err(io::Error::other(SyncFailure {
+                path: path.display().to_string(),
+                source: io::Error::other("injected sync failure"),
+            }));
+        }
+        let written = match mode {
+            PutMode::Create => self.fs.create_file(&path, &data, sync),
+            PutMode::Overwrite => self.fs.replace_file(&path, &data, sync),
+            PutMode::Update(_) => unreachable!("rejected by put_opts"),
+        };
+        written.map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists || e.kind() == io::ErrorKind::NotFound {
+                e
+            } else if sync && e.kind() == io::ErrorKind::Other {
+                io::Error::other(SyncFailure {
+                    path: path.display().to_string(),
+                    source: e,
+                })
+            } else {
+                e
+            }
+        })?;
+        self.sync_dir(&parent, wal)
+    }
+
+    fn list_blocking(&self, prefix: Option<&Path>) -> io::Result<Vec<ObjectMeta>> {
+        let base = prefix.map(|p| self.fs_path(p)).unwrap_or(self.root.clone());
+        let mut out = Vec::new();
+        let mut stack = vec![(base, prefix.cloned().unwrap_or_default())];
+        while let Some((dir, loc)) = stack.pop() {
+            let entries = match self.fs.read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotADirectory => continue,
+                Err(e) => return Err(e),
+            };
+            for (name, is_dir) in entries {
+                if name.starts_with(STAGING_PREFIX) {
+                    continue;
+                }
+                let child = loc.clone().join(name.as_str());
+                let p = dir.join(&name);
+                if is_dir {
+                    stack.push((p, child));
+                } else {
+                    let info = self.fs.stat(&p)?;
+                    out.push(ObjectMeta {
+                        location: child,
+                        last_modified: system_time_to_utc(info.modified),
+                        size: info.len,
+                        e_tag: None,
+                        version: None,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn list_with_delimiter_blocking(&self, prefix: Option<&Path>) -> io::Result<ListResult> {
+        let dir = prefix.map(|p| self.fs_path(p)).unwrap_or(self.root.clone());
+        let loc = prefix.cloned().unwrap_or_default();
+        let mut result = ListResult {
+            common_prefixes: Vec::new(),
+            objects: Vec::new(),
+            extensions: Default::default(),
+        };
+        let entries = match self.fs.read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(result),
+            Err(e) => return Err(e),
+        };
+        for (name, is_dir) in entries {
+            if name.starts_with(STAGING_PREFIX) {
+                continue;
+            }
+            let child = loc.clone().join(name.as_str());
+            if is_dir {
+                result.common_prefixes.push(child);
+            } else {
+                let info = self.fs.stat(&dir.join(&name))?;
+                result.objects.push(ObjectMeta {
+                    location: child,
+                    last_modified: system_time_to_utc(info.modified),
+                    size: info.len,
+                    e_tag: None,
+                    version: None,
+                });
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// Runs blocking file-system work off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| object_store::Error::JoinError { source: e })
+}
+
+#[async_trait]
+impl ObjectStore for LocalStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        if matches!(opts.mode, PutMode::Update(_)) {
+            return Err(not_implemented("put_opts with PutMode::Update"));
+        }
+        let data: Bytes = payload.into();
+        let me = self.handle();
+        let location = location.clone();
+        let mode = opts.mode.clone();
+        let loc = location.clone();
+        blocking(move || me.put_blocking(&loc, data, &mode))
+            .await?
+            .map_err(|e| to_store_error(&location, e))?;
+        Ok(PutResult {
+            e_tag: None,
+            version: None,
+            extensions: Default::default(),
+        })
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _location: &Path,
+        _opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        Err(not_implemented("put_multipart_opts"))
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.range.is_some() || options.if_match.is_some() || options.if_none_match.is_some()
+        {
+            return Err(not_implemented("get_opts with ranges or preconditions"));
+        }
+        let me = self.handle();
+        let loc = location.clone();
+        let (data, info) = blocking(move || {
+            let p = me.fs_path(&loc);
+            let data = me.fs.read(&p)?;
+            let info = me.fs.stat(&p)?;
+            Ok::<_, io::Error>((data, info))
+        })
+        .await?
+        .map_err(|e| to_store_error(location, e))?;
+        let size = data.len() as u64;
+        let meta = ObjectMeta {
+            location: location.clone(),
+            last_modified: system_time_to_utc(info.modified),
+            size,
+            e_tag: None,
+            version: None,
+        };
+        let bytes = Bytes::from(data);
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(stream::once(async move { Ok(bytes) }).boxed()),
+            meta,
+            range: 0..size,
+            attributes: Default::default(),
+            extensions: Default::default(),
+        })
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let all = object_store::ObjectStoreExt::get(self, location)
+            .await?
+            .bytes()
+            .await?;
+        Ok(ranges
+            .iter()
+            .map(|r| all.slice(r.start as usize..(r.end as usize).min(all.len())))
+            .collect())
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        locations.map(|_| Err(not_implemented("delete"))).boxed()
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let me = self.handle();
+        let prefix = prefix.cloned();
+        stream::once(async move {
+            let p = prefix.clone();
+            blocking(move || me.list_blocking(p.as_ref()))
+                .await
+                .and_then(|r| r.map_err(|e| to_store_error(&prefix.unwrap_or_default(), e)))
+        })
+        .flat_map(|r| match r {
+            Ok(v) => stream::iter(v.into_iter().map(Ok)).boxed(),
+            Err(e) => stream::once(async move { Err(e) }).boxed(),
+        })
+        .boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let me = self.handle();
+        let p = prefix.cloned();
+        blocking(move || me.list_with_delimiter_blocking(p.as_ref()))
+            .await?
+            .map_err(|e| to_store_error(&prefix.cloned().unwrap_or_default(), e))
+    }
+
+    async fn copy_opts(&self, _from: &Path, _to: &Path, _options: CopyOptions) -> Result<()> {
+        Err(not_implemented("copy"))
+    }
+
+    async fn rename_opts(&self, _from: &Path, _to: &Path, _options: RenameOptions) -> Result<()> {
+        Err(not_implemented("rename"))
+    }
+}

@@ -1,0 +1,91 @@
+//! R9: an `fsync` failure (fsyncgate). An injected sync error must reject every put its WAL
+//! entry covers, never be retried and trusted, and poison the writer; reopening replays
+//! correctly.
+
+mod support;
+
+use std::sync::Arc;
+
+use memwal_core::{FenceReason, WriterConfig};
+use support::*;
+use uuid::Uuid;
+
+async fn sync_failure_rejects_covered_puts(data_sync: bool) {
+    let backend = Backend::local();
+    let store = &backend.store;
+    let shard = Uuid::new_v4();
+    let w = Arc::new(
+        open(
+            store,
+            shard,
+            WriterConfig {
+                max_wal_persist_retries: 5,
+                ..durable()
+            },
+        )
+        .await,
+    );
+    w.put(vec![batch([0])]).await.unwrap();
+    // A WAL entry has two syncs: its data, then its directory.
+    let attempts = store.faults().wal_put_attempts();
+    if data_sync {
+        store.faults().fail_wal_syncs(1);
+    } else {
+        store.faults().fail_wal_syncs_after(1, 1);
+    }
+    let puts: Vec<_> = (1..=8)
+        .map(|i| {
+            let w = w.clone();
+            tokio::spawn(async move { w.put(vec![batch([i * 10, i * 10 + 1])]).await })
+        })
+        .collect();
+    let mut acked = vec![0];
+    let mut failed = Vec::new();
+    for (i, p) in puts.into_iter().enumerate() {
+        let i = i as i32 + 1;
+        match p.await.unwrap() {
+            Ok(_) => acked.extend([i * 10, i * 10 + 1]),
+            Err(e) => {
+                assert_eq!(
+                    e.fence_reason(),
+                    Some(FenceReason::PersistenceFailure),
+                    "{e}"
+                );
+                failed.push(i);
+            }
+        }
+    }
+    assert!(!failed.is_empty(), "the sync failure rejected no put");
+    // Not retried: one WAL put attempt for the failing entry, none after.
+    assert_eq!(store.faults().wal_put_attempts() - attempts, 1);
+    let e = w.put(vec![batch([99])]).await.unwrap_err();
+    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    w.abort().await.unwrap();
+
+    store.faults().recover();
+    let w2 = open(&backend.second_handle(), shard, durable()).await;
+    let got = ids(&w2.scan().await.unwrap());
+    for id in &acked {
+        assert_eq!(
+            got.iter().filter(|x| *x == id).count(),
+            1,
+            "{id} in {got:?}"
+        );
+    }
+    for i in failed {
+        let (a, b) = (got.contains(&(i * 10)), got.contains(&(i * 10 + 1)));
+        assert_eq!(a, b, "failed put {i} recovered partially: {got:?}");
+    }
+    assert!(!got.contains(&99));
+    w2.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_data_sync_rejects_the_puts_it_covers_and_poisons_the_writer() {
+    sync_failure_rejects_covered_puts(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_directory_sync_rejects_the_puts_it_covers_and_poisons_the_writer() {
+    sync_failure_rejects_covered_puts(false).await;
+}
