@@ -258,6 +258,7 @@ impl ShardWriter {
         } else {
             None
         };
+        store.faults().pause_point("open-before-replay").await;
         let (wal_tx, wal_rx) = mpsc::unbounded_channel();
         let (gen_tx, gen_rx) = mpsc::unbounded_channel();
         let mut replayed_frozen = Vec::new();

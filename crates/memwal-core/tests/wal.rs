@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
+use memwal_core::wal::entry::encode_entry;
 use memwal_core::{ErrorCode, FenceReason, ShardReader, WriterConfig};
 use support::*;
 
@@ -235,29 +236,66 @@ async fn exhausted_retries_poison_the_writer() {
     assert_eq!(shard.wal_len().await, 0);
 }
 
-// Reference §8.3 scenario 64: a put that lands but reports an error makes the retry find the
-// slot taken. That is ambiguous, so the writer poisons itself instead of writing the rows
-// again at the next slot: position 1 holds them once, position 2 is empty.
+// Reference §8.3 scenario 64, resolved: a put that lands but reports an error makes the retry
+// find the slot taken. memwal reads the slot back: it holds exactly our bytes, so the append
+// succeeded (Lance poisons the writer here). Position 1 holds the row once, position 2 is empty.
 #[tokio::test]
-async fn a_lost_acknowledgement_poisons_without_a_duplicate() {
+async fn a_lost_acknowledgement_is_recognised_without_a_duplicate() {
     for backend in Backend::all() {
         let shard = Shard::new(&backend.store);
         let w = shard.open(durable()).await;
         backend.store.faults().set_lost_ack(true);
         backend.store.faults().fail_wal_puts(1);
-        let e = w.put(vec![batch([1])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-        assert!(e.to_string().contains("taken after a failed PUT"), "{e}");
+        w.put(vec![batch([1])]).await.unwrap();
+        assert_eq!(backend.store.faults().wal_put_attempts(), 2);
         let t = shard.tailer().await;
         assert!(t.read(1).await.unwrap().is_some(), "{}", backend.name);
         assert!(t.read(2).await.unwrap().is_none());
-        // The row is durable after all; a new writer recovers it exactly once.
-        drop(w);
         backend.store.faults().recover();
+        w.put(vec![batch([2])]).await.unwrap();
+        drop(w);
         let w = shard.open(durable()).await;
-        assert_eq!(ids(&w.scan().await.unwrap()), vec![1]);
+        assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2]);
         w.close().await.unwrap();
-        shard.assert_recovered([1]).await;
+        shard.assert_recovered([1, 2]).await;
+    }
+}
+
+// The other side of the ambiguity: after a failed PUT the slot holds *different* bytes and no
+// writer claimed a higher epoch. The writer cannot tell what happened, so it poisons itself
+// ("taken after a failed PUT") instead of writing its rows again at the next slot.
+#[tokio::test]
+async fn a_slot_taken_by_other_bytes_after_a_failed_put_poisons_the_writer() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let w = Arc::new(
+            shard
+                .open(WriterConfig {
+                    wal_persist_retry_base_delay_ms: 500,
+                    ..durable()
+                })
+                .await,
+        );
+        backend.store.faults().fail_wal_puts(1);
+        let put = {
+            let w = w.clone();
+            tokio::spawn(async move { w.put(vec![batch([1])]).await })
+        };
+        while backend.store.faults().wal_put_attempts() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let path = backend.store.shard_paths(shard.id).wal_entry(1);
+        backend
+            .plant(&path, encode_entry(w.epoch(), &[batch([9])]).unwrap())
+            .await;
+        let e = put.await.unwrap().unwrap_err();
+        assert_eq!(
+            e.fence_reason(),
+            Some(FenceReason::PersistenceFailure),
+            "{e}"
+        );
+        assert!(e.to_string().contains("taken after a failed PUT"), "{e}");
+        assert!(shard.tailer().await.read(2).await.unwrap().is_none());
     }
 }
 

@@ -150,6 +150,11 @@ async fn flush_one(inner: &Arc<WriterInner>, memtable: &Arc<MemTable>) -> Result
             }
         }
     };
+    inner
+        .store
+        .faults()
+        .pause_point("generation-before-commit")
+        .await;
     let covered = store.last_wal_position();
     let entry = FlushedGeneration {
         generation,

@@ -12,11 +12,21 @@
 //! - `fail_wal_syncs(n)`: the next `n` syncs of a WAL entry (its data or its directory) fail
 //!   like an `fsync` returning EIO (local stores only: [`super::local::LocalStore`] consults
 //!   this controller at each of its persistence points).
+//! - `set_chaos(..)`: every operation (puts, gets, heads, lists) may fail before it is
+//!   applied, fail after it was applied (the response is lost), and be delayed, all drawn from
+//!   one seed so a failing run can be replayed.
+//! - `pause_at(name)`: the next time memwal reaches the named pause point it waits until the
+//!   test releases it, so a test can start a peer writer at exactly that moment. Points:
+//!   `wal-append-before-put` (an entry is encoded, its PUT not yet issued), `open-before-replay`
+//!   (a new writer claimed its epoch and wrote its fence sentinel), `generation-before-commit`
+//!   (a generation file is written, the manifest not yet updated).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -27,9 +37,85 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
 
+/// Random faults on every operation (see [`Faults::set_chaos`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chaos {
+    /// Seed of the deterministic generator.
+    pub seed: u64,
+    /// Probability that an operation fails before it is applied.
+    pub fail_before: f64,
+    /// Probability that a put is applied but reports an error (a lost response).
+    pub fail_after: f64,
+    /// Latency added to every operation.
+    pub latency: Duration,
+    /// Extra random latency, uniform in `[0, jitter]`.
+    pub jitter: Duration,
+}
+
+#[derive(Debug)]
+struct ChaosState {
+    chaos: Chaos,
+    rng: u64,
+}
+
+impl ChaosState {
+    fn next(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+/// One operation's fate under chaos.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fate {
+    delay: Duration,
+    fail_before: bool,
+    fail_after: bool,
+}
+
+/// A named pause point armed by a test.
+#[derive(Debug)]
+struct Pause {
+    reached: tokio::sync::watch::Sender<bool>,
+    released: tokio::sync::watch::Sender<bool>,
+}
+
+/// Controls an armed pause point. Dropping it releases the point.
+#[derive(Debug)]
+pub struct PauseHandle(Arc<Pause>);
+
+impl PauseHandle {
+    /// Resolves once memwal is waiting at the point.
+    pub async fn reached(&self) {
+        let mut rx = self.0.reached.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    /// Lets memwal continue past the point.
+    pub fn release(&self) {
+        self.0.released.send_replace(true);
+    }
+}
+
+impl Drop for PauseHandle {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// Switches for injected faults. All off by default. Shared by every clone of a store.
 #[derive(Debug, Default)]
 pub struct Faults {
+    chaos: Mutex<Option<ChaosState>>,
+    pauses: Mutex<HashMap<String, Arc<Pause>>>,
+    any_pause: AtomicBool,
     fail_wal_puts: AtomicU64,
     lost_ack: AtomicBool,
     wal_put_attempts: AtomicU64,
@@ -63,8 +149,69 @@ impl Faults {
         self.fail_wal_syncs.store(n, Ordering::SeqCst);
     }
 
+    /// Random faults and latency on every operation, from `chaos.seed`; `None` switches
+    /// them off.
+    pub fn set_chaos(&self, chaos: Option<Chaos>) {
+        *self.chaos.lock().unwrap_or_else(|e| e.into_inner()) = chaos.map(|c| ChaosState {
+            rng: c.seed,
+            chaos: c,
+        });
+    }
+
+    fn fate(&self, is_put: bool) -> Fate {
+        let mut guard = self.chaos.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(state) = guard.as_mut() else {
+            return Fate::default();
+        };
+        let c = state.chaos;
+        let jitter = if c.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(state.next() % (c.jitter.as_nanos() as u64 + 1))
+        };
+        let fail_before = state.chance(c.fail_before);
+        let fail_after = is_put && !fail_before && state.chance(c.fail_after);
+        Fate {
+            delay: c.latency + jitter,
+            fail_before,
+            fail_after,
+        }
+    }
+
+    /// Arms pause point `name` (see the module docs) for its next hit.
+    pub fn pause_at(&self, name: &str) -> PauseHandle {
+        let pause = Arc::new(Pause {
+            reached: tokio::sync::watch::Sender::new(false),
+            released: tokio::sync::watch::Sender::new(false),
+        });
+        self.pauses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), pause.clone());
+        self.any_pause.store(true, Ordering::SeqCst);
+        PauseHandle(pause)
+    }
+
+    /// Called by memwal at pause point `name`: waits there if a test armed it.
+    pub(crate) async fn pause_point(&self, name: &str) {
+        if !self.any_pause.load(Ordering::Relaxed) {
+            return;
+        }
+        let pause = self
+            .pauses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        if let Some(p) = pause {
+            p.reached.send_replace(true);
+            let mut rx = p.released.subscribe();
+            let _ = rx.wait_for(|r| *r).await;
+        }
+    }
+
     /// Switches every fault off (attempt counters keep counting).
     pub fn recover(&self) {
+        self.set_chaos(None);
         self.fail_wal_puts.store(0, Ordering::SeqCst);
         self.lost_ack.store(false, Ordering::SeqCst);
         self.fail_wal_syncs.store(0, Ordering::SeqCst);
@@ -107,6 +254,13 @@ pub(crate) fn is_wal_path(path: &Path) -> bool {
     path.parts().any(|p| p.as_ref() == "wal")
 }
 
+fn chaos_error(path: &Path, when: &str) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "faults",
+        source: format!("injected chaos failure ({when}) at {path}").into(),
+    }
+}
+
 fn injected(path: &Path) -> object_store::Error {
     object_store::Error::Generic {
         store: "faults",
@@ -124,6 +278,18 @@ impl FaultInjectingStore {
     /// Wraps `inner`; faults are controlled through `faults`.
     pub fn new(inner: Arc<dyn ObjectStore>, faults: Arc<Faults>) -> Self {
         FaultInjectingStore { inner, faults }
+    }
+
+    /// Applies chaos before an operation; `Err` if it fails before being applied.
+    async fn before(&self, path: &Path, is_put: bool) -> Result<Fate> {
+        let fate = self.faults.fate(is_put);
+        if !fate.delay.is_zero() {
+            tokio::time::sleep(fate.delay).await;
+        }
+        if fate.fail_before {
+            return Err(chaos_error(path, "before apply"));
+        }
+        Ok(fate)
     }
 }
 
@@ -147,6 +313,11 @@ impl ObjectStore for FaultInjectingStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        let fate = self.before(location, true).await?;
+        if fate.fail_after {
+            let _ = self.inner.put_opts(location, payload, opts).await;
+            return Err(chaos_error(location, "after apply, response lost"));
+        }
         if is_wal_path(location) && self.faults.take_wal_put_failure() {
             if self.faults.lost_ack.load(Ordering::SeqCst) {
                 // Ignore the outcome: the caller must see an error either way.
@@ -166,6 +337,7 @@ impl ObjectStore for FaultInjectingStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.before(location, false).await?;
         self.inner.get_opts(location, options).await
     }
 
@@ -193,6 +365,8 @@ impl ObjectStore for FaultInjectingStore {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.before(&prefix.cloned().unwrap_or_default(), false)
+            .await?;
         self.inner.list_with_delimiter(prefix).await
     }
 

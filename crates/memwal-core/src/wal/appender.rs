@@ -2,11 +2,14 @@
 //!
 //! Outcomes of one append:
 //! - **created**: the entry is durable (the store's put returned); the position advances.
-//! - **slot taken** (`AlreadyExists`): read the manifest. A higher epoch means a successor
-//!   fenced us: `PeerClaimedEpoch`. Otherwise, if an earlier attempt at this very slot failed,
-//!   the slot may hold our own write whose acknowledgement was lost, or a peer's: ambiguous, so
-//!   `PersistenceFailure` ("taken after a failed PUT"). We never write the same data to the
-//!   next slot, which could duplicate it. A slot taken with no failed attempt and no higher
+//! - **slot taken** (`AlreadyExists`) after an earlier attempt at this very slot failed: the
+//!   slot may hold our own write whose acknowledgement was lost. Read it back: if it holds
+//!   exactly our bytes, the append succeeded (the bytes carry our epoch, and a writer never
+//!   sends two different entries to one slot, so nobody else can have written them). This
+//!   resolves the ambiguity Lance reports as `PersistenceFailure` (reference §3.2).
+//! - **slot taken** otherwise: read the manifest. A higher epoch means a successor fenced us:
+//!   `PeerClaimedEpoch`. Else, after a failed attempt, `PersistenceFailure` ("taken after a
+//!   failed PUT"). We never write the same data to the next slot, which could duplicate it. A slot taken with no failed attempt and no higher
 //!   epoch cannot happen in a correct deployment; memwal treats it as `PersistenceFailure` too
 //!   rather than skipping ahead (Lance skips, which could leave our rows behind another
 //!   writer's).
@@ -108,11 +111,20 @@ impl WalAppender {
         }
     }
 
+    /// Whether the slot at `path` holds exactly `bytes` (a failed read counts as no).
+    async fn holds(&self, path: &object_store::path::Path, bytes: &Bytes) -> bool {
+        matches!(self.store.get(path).await, Ok(Some(existing)) if existing == *bytes)
+    }
+
     async fn append_encoded(&mut self, bytes: Bytes) -> Result<u64> {
         let position = self.next_position;
         let shard = self.paths.shard_id();
         let path = self.paths.wal_entry(position);
         let mut failed_attempts: u32 = 0;
+        self.store
+            .faults()
+            .pause_point("wal-append-before-put")
+            .await;
         loop {
             match self.store.put_if_absent(&path, bytes.clone()).await {
                 Ok(CreateOutcome::Created) => {
@@ -120,6 +132,13 @@ impl WalAppender {
                     return Ok(position);
                 }
                 Ok(CreateOutcome::AlreadyExists) => {
+                    if failed_attempts > 0 && self.holds(&path, &bytes).await {
+                        // Our earlier attempt landed and only its response was lost. The
+                        // entry's bytes name our epoch, so no other writer can have written
+                        // exactly them: the append succeeded.
+                        self.next_position = position + 1;
+                        return Ok(position);
+                    }
                     if let Some(fence) = self.successor_fence().await {
                         return Err(fence);
                     }
