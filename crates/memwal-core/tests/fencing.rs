@@ -5,6 +5,7 @@
 
 mod support;
 
+use memwal_core::wal::entry::{encode_entry, encode_sentinel};
 use memwal_core::{ErrorCode, FenceReason, WriterConfig};
 use support::*;
 
@@ -282,4 +283,71 @@ async fn named_memory_stores_are_shared_between_writers() {
     assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
     assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
     b.close().await.unwrap();
+}
+
+// Two opens race: the one with the lower epoch finds the WAL tip after the winner has written
+// its sentinel and replayed, so its own (stale) sentinel lands right after the winner's; its
+// open then aborts on the winner's sentinel. The winner's next append finds that slot taken by
+// a data-less sentinel of a lower epoch. That is not a lost write of ours nor a successor: the
+// winner skips it instead of poisoning itself. (Seen as a flaky `concurrent_opens_...`.)
+#[tokio::test]
+async fn a_stale_openers_late_sentinel_does_not_poison_the_winner() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        drop(a);
+        // The loser claims epoch 2 but is slow to write its sentinel.
+        let loser = shard
+            .manifests()
+            .claim_epoch(&schema(), "loser")
+            .await
+            .unwrap();
+        let winner = shard.open(durable()).await;
+        assert_eq!(winner.epoch(), loser.writer_epoch + 1);
+        let next = winner.wal_stats().next_wal_entry_position;
+        let path = backend.store.shard_paths(shard.id).wal_entry(next);
+        backend
+            .plant(&path, encode_sentinel(loser.writer_epoch).unwrap())
+            .await;
+        winner.put(vec![batch([2])]).await.unwrap();
+        assert_eq!(winner.wal_stats().next_wal_entry_position, next + 2);
+        winner.put(vec![batch([3])]).await.unwrap();
+        winner.close().await.unwrap();
+        shard.assert_recovered([1, 2, 3]).await;
+        // The next owner replays past both sentinels.
+        let c = shard.open(durable()).await;
+        assert_eq!(
+            ids(&c.scan().await.unwrap()),
+            vec![1, 2, 3],
+            "{}",
+            backend.name
+        );
+        c.close().await.unwrap();
+    }
+}
+
+// The exception is narrow: a slot taken by a lower epoch's *data* (which a correct deployment
+// never produces behind a successor's sentinel) still poisons the writer rather than leaving
+// our rows behind someone else's.
+#[tokio::test]
+async fn a_slot_taken_by_lower_epoch_data_still_poisons() {
+    let backend = Backend::memory();
+    let shard = Shard::new(&backend.store);
+    let a = shard.open(durable()).await;
+    a.put(vec![batch([1])]).await.unwrap();
+    drop(a);
+    let w = shard.open(durable()).await;
+    let next = w.wal_stats().next_wal_entry_position;
+    let path = backend.store.shard_paths(shard.id).wal_entry(next);
+    backend
+        .plant(&path, encode_entry(1, &[batch([9])]).unwrap())
+        .await;
+    let e = w.put(vec![batch([2])]).await.unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(FenceReason::PersistenceFailure),
+        "{e}"
+    );
+    assert!(e.to_string().contains("already taken"), "{e}");
 }

@@ -8,11 +8,13 @@
 //!   sends two different entries to one slot, so nobody else can have written them). This
 //!   resolves the ambiguity Lance reports as `PersistenceFailure` (reference §3.2).
 //! - **slot taken** otherwise: read the manifest. A higher epoch means a successor fenced us:
-//!   `PeerClaimedEpoch`. Else, after a failed attempt, `PersistenceFailure` ("taken after a
-//!   failed PUT"). We never write the same data to the next slot, which could duplicate it. A slot taken with no failed attempt and no higher
-//!   epoch cannot happen in a correct deployment; memwal treats it as `PersistenceFailure` too
-//!   rather than skipping ahead (Lance skips, which could leave our rows behind another
-//!   writer's).
+//!   `PeerClaimedEpoch`. A fence sentinel of a lower epoch is skipped: a writer that claimed
+//!   just before us and lost the open race can write its sentinel after ours (its open then
+//!   aborts); it holds no rows. Else, after a failed attempt, `PersistenceFailure` ("taken
+//!   after a failed PUT"). We never write the same data to the next slot, which could
+//!   duplicate it. Any other taken slot cannot happen in a correct deployment; memwal treats it
+//!   as `PersistenceFailure` too rather than skipping ahead (Lance skips, which could leave our
+//!   rows behind another writer's).
 //! - **sync failure** (an `fsync` error from a local store): `PersistenceFailure` at once, no
 //!   retry: after a failed sync the kernel may have dropped the data (fsyncgate).
 //! - **other error**: check the manifest first (a successor's fence is terminal; do not spend
@@ -117,10 +119,11 @@ impl WalAppender {
     }
 
     async fn append_encoded(&mut self, bytes: Bytes) -> Result<u64> {
-        let position = self.next_position;
+        let mut position = self.next_position;
         let shard = self.paths.shard_id();
-        let path = self.paths.wal_entry(position);
+        let mut path = self.paths.wal_entry(position);
         let mut failed_attempts: u32 = 0;
+        let mut stale_sentinels: u32 = 0;
         self.store
             .faults()
             .pause_point("wal-append-before-put")
@@ -141,6 +144,20 @@ impl WalAppender {
                     }
                     if let Some(fence) = self.successor_fence().await {
                         return Err(fence);
+                    }
+                    if stale_sentinels < MAX_SENTINEL_CONFLICTS
+                        && self.holds_stale_sentinel(position).await
+                    {
+                        // A writer that claimed a lower epoch just before us found the tip
+                        // after our sentinel and wrote its own there (its open then aborts on
+                        // ours). It holds no rows and nobody will write after it, so skipping
+                        // it neither duplicates nor strands data.
+                        stale_sentinels += 1;
+                        failed_attempts = 0;
+                        position += 1;
+                        path = self.paths.wal_entry(position);
+                        self.next_position = position;
+                        continue;
                     }
                     let message = if failed_attempts > 0 {
                         format!(
@@ -180,6 +197,14 @@ impl WalAppender {
                 }
             }
         }
+    }
+
+    /// Whether `position` holds a fence sentinel of an epoch below ours.
+    async fn holds_stale_sentinel(&self, position: u64) -> bool {
+        matches!(
+            super::read_entry(&self.store, &self.paths, position).await,
+            Ok(Some(e)) if e.is_sentinel && e.writer_epoch < self.epoch
+        )
     }
 
     /// Writes a fence sentinel at the WAL tip, starting the search at `tip`, and moves the
