@@ -21,7 +21,7 @@ import {
   NativeShardWriter,
   NativeWalTailer,
   type NativeWriterOptions,
-} from './binding.js'
+} from './native.js'
 
 // ---------------------------------------------------------------------------------------------
 // Errors
