@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// The `memwal` command line (package.json `bin`): inspect, wal, scan, demo. Each command lives in
+// its own file and uses only the public API; this file wires them up and turns every failure
+// into one line on stderr and a documented exit code (`Exit` in ./common.ts).
+
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { Command, CommanderError } from 'commander'
+
+import { MemWalError } from '../index.js'
+import { CliError, Exit, exitCodeOf } from './common.js'
+import { demoCommand } from './demo.js'
+import { inspectCommand } from './inspect.js'
+import { scanCommand } from './scan.js'
+import { walCommand } from './wal.js'
+
+const EXIT_CODES = `
+Exit codes:
+  0  success
+  1  unexpected failure (a bug; MEMWAL_DEBUG=1 prints the stack)
+  2  bad command line or input (INVALID_ARGUMENT, SCHEMA_MISMATCH)
+  3  not found: no such directory, no shard at the location, no such shard
+  4  stored data cannot be decoded (CORRUPT)
+  5  the store failed (IO)
+  6  the writer was fenced or closed (FENCED, CLOSED)
+  7  memwal demo could not verify its acknowledged rows`
+
+function version(): string {
+  try {
+    const pkg: unknown = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8'))
+    return String((pkg as { version?: unknown }).version ?? 'unknown')
+  } catch {
+    return 'unknown'
+  }
+}
+
+function program(): Command {
+  const p = new Command('memwal')
+    .description('Inspect memwal shards (durable, write-ahead-logged MemTables of Arrow record batches) and run the demo.')
+    .version(version(), '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`memwal: ${text}`) })
+    .addHelpText('after', EXIT_CODES)
+  inspectCommand(p)
+  walCommand(p)
+  scanCommand(p)
+  demoCommand(p)
+  for (const c of p.commands) c.addHelpText('after', EXIT_CODES)
+  return p
+}
+
+/** One line on stderr for `e`; returns the exit code. */
+function report(e: unknown): number {
+  if (e instanceof CommanderError) {
+    // commander already printed the problem (or the help / version asked for).
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return Exit.OK
+    return Exit.USAGE
+  }
+  if (e instanceof CliError) {
+    process.stderr.write(`memwal: ${e.message}\n`)
+    return e.exitCode
+  }
+  if (e instanceof MemWalError) {
+    process.stderr.write(`memwal: ${e.code}: ${e.message}\n`)
+    return exitCodeOf(e)
+  }
+  const err = e instanceof Error ? e : new Error(String(e))
+  process.stderr.write(`memwal: unexpected error: ${err.message}\n`)
+  if (process.env.MEMWAL_DEBUG) process.stderr.write(`${err.stack ?? ''}\n`)
+  else process.stderr.write('(set MEMWAL_DEBUG=1 to print the stack trace)\n')
+  return Exit.UNEXPECTED
+}
+
+// `memwal scan … | head` closes stdout early: that is not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(Exit.OK)
+  throw e
+})
+
+program()
+  .parseAsync(process.argv)
+  .then(
+    () => Exit.OK,
+    (e: unknown) => report(e),
+  )
+  .then((code) => {
+    process.exitCode = code
+  })
