@@ -275,11 +275,16 @@ pub fn bitrev64_name(n: u64, ext: &str) -> String {
     format!("{:064b}.{ext}", n.reverse_bits())
 }
 
-/// Inverse of [`bitrev64_name`]: the number, if `name` is exactly 64 binary digits followed by
-/// an extension. Anything else (staging files, hints, foreign files) is `None`.
+/// Inverse of [`bitrev64_name`]: the number, if `name` is exactly 64 binary digits, a dot and
+/// an alphanumeric extension. Anything else (staging files such as `object_store`'s
+/// `<name>#1`, hints, foreign files) is `None`.
 pub fn parse_bitrev64_name(name: &str) -> Option<u64> {
-    let stem = name.split_once('.').map(|(s, _)| s).unwrap_or(name);
-    if stem.len() != 64 || !stem.bytes().all(|b| b == b'0' || b == b'1') {
+    let (stem, ext) = name.split_once('.')?;
+    if stem.len() != 64
+        || !stem.bytes().all(|b| b == b'0' || b == b'1')
+        || ext.is_empty()
+        || !ext.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
         return None;
     }
     u64::from_str_radix(stem, 2).ok().map(u64::reverse_bits)
@@ -394,6 +399,12 @@ mod tests {
             &format!("{}.binpb", "1".repeat(65)),
             &format!("{}2.arrow", "0".repeat(63)),
             "version_hint.json",
+            // object_store's staging files, and our name without an extension.
+            &format!("{}.arrow#1", "0".repeat(64)),
+            &format!("{}.arrow%231", "1".repeat(64)),
+            &format!("{}.binpb.tmp", "1".repeat(64)),
+            &format!("{}.", "1".repeat(64)),
+            &"1".repeat(64),
         ] {
             assert_eq!(parse_bitrev64_name(bad), None, "{bad}");
         }
