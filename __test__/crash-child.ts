@@ -1,0 +1,149 @@
+// The R1 crash loop's child: writes to two shards of one local directory until the parent
+// SIGKILLs it. Shard `d` has a durable writer (put loops and a putNoWait loop), shard `n` a
+// non-durable one (put loops and a flush loop); both rotate MemTables often (small limits
+// and a forceSealActive loop). Every invoke, acknowledgement and error is one JSON line,
+// written with writeSync before the next step, so an acknowledgement that was logged
+// survives the kill. Run as `node --import tsx __test__/crash-child.ts '<json config>'`.
+
+import { openSync, writeSync } from 'node:fs'
+
+import { MemWalError, ShardWriter } from '../index'
+import { crashSchema, prng, putBatches, type Event, type WriterKind } from './crash-history'
+
+interface Config {
+  dir: string
+  shards: Record<WriterKind, string>
+  iter: number
+  seed: number
+  log: string
+}
+
+const cfg = JSON.parse(process.argv[2] ?? '') as Config
+const fd = openSync(cfg.log, 'a')
+const rand = prng(cfg.seed)
+const between = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1))
+let stopped = false
+
+function log(ev: Event): void {
+  writeSync(fd, `${JSON.stringify(ev)}\n`)
+}
+
+function failure(e: unknown): { c: string; m: string } {
+  return e instanceof MemWalError ? { c: e.code, m: e.message } : { c: 'UNTYPED', m: String(e) }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function nextPut(): { rows: number; batches: number; padLen: number } {
+  const rows = between(1, 4)
+  const batches = between(1, Math.min(rows, 3))
+  const padLen = rand() < 0.1 ? between(500, 4000) : between(0, 60)
+  return { rows, batches, padLen }
+}
+
+async function putLoop(w: ShardWriter, kind: WriterKind, loop: number): Promise<void> {
+  for (let s = 0; !stopped; s++) {
+    const { rows, batches, padLen } = nextPut()
+    const data = putBatches(cfg.iter, loop, s, rows, batches, padLen)
+    log({ e: 'i', w: kind, l: loop, s, r: rows, b: batches, p: padLen })
+    try {
+      await w.put(data)
+      log({ e: kind === 'd' ? 'a' : 'm', w: kind, l: loop, s })
+    } catch (e) {
+      log({ e: 'x', w: kind, l: loop, s, ...failure(e) })
+      return
+    }
+  }
+}
+
+/** putNoWait on the durable writer: in memory at once, durable when `durable` resolves. */
+async function noWaitLoop(w: ShardWriter, loop: number): Promise<void> {
+  for (let s = 0; !stopped; s++) {
+    const { rows, batches, padLen } = nextPut()
+    const data = putBatches(cfg.iter, loop, s, rows, batches, padLen)
+    log({ e: 'i', w: 'd', l: loop, s, r: rows, b: batches, p: padLen })
+    try {
+      const { durable } = await w.putNoWait(data)
+      log({ e: 'm', w: 'd', l: loop, s })
+      durable?.then(
+        () => log({ e: 'a', w: 'd', l: loop, s }),
+        (e: unknown) => log({ e: 'x', w: 'd', l: loop, s, ...failure(e) }),
+      )
+      // Keep a few in flight, not an unbounded number.
+      if (s % 4 === 3) await durable
+    } catch (e) {
+      log({ e: 'x', w: 'd', l: loop, s, ...failure(e) })
+      return
+    }
+  }
+}
+
+async function flushLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
+  for (let f = 0; !stopped; f++) {
+    await sleep(between(2, 30))
+    log({ e: 'fi', w: kind, f })
+    try {
+      await w.flush()
+      log({ e: 'fa', w: kind, f })
+    } catch (e) {
+      log({ e: 'fx', w: kind, f, ...failure(e) })
+      return
+    }
+  }
+}
+
+async function sealLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
+  for (let f = 0; !stopped; f++) {
+    await sleep(between(10, 80))
+    log({ e: 'si', w: kind, f })
+    try {
+      await w.forceSealActive()
+      await w.waitForFlushDrain()
+      log({ e: 'sa', w: kind, f })
+    } catch (e) {
+      log({ e: 'sx', w: kind, f, ...failure(e) })
+      return
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  // The parent kills this process; if it does not within this time, stop on our own.
+  setTimeout(() => {
+    stopped = true
+    process.exit(3)
+  }, 20_000).unref()
+  log({ e: 'open' })
+  process.stdout.write('open\n')
+  const d = await ShardWriter.open(cfg.dir, {
+    schema: crashSchema,
+    shardId: cfg.shards.d,
+    maxMemtableBatches: between(4, 40),
+    maxMemtableSize: between(4, 64) << 10,
+    maxWalFlushIntervalMs: between(5, 100),
+  })
+  const n = await ShardWriter.open(cfg.dir, {
+    schema: crashSchema,
+    shardId: cfg.shards.n,
+    durableWrite: false,
+    maxMemtableBatches: between(4, 40),
+    maxMemtableSize: between(4, 64) << 10,
+    maxWalFlushIntervalMs: rand() < 0.2 ? null : between(5, 100),
+    maxWalBufferSize: rand() < 0.3 ? 0 : between(1, 32) << 10,
+  })
+  log({ e: 'ready' })
+  process.stdout.write('ready\n')
+  const loops: Array<Promise<void>> = []
+  for (let l = 0; l < 6; l++) loops.push(putLoop(d, 'd', l))
+  loops.push(noWaitLoop(d, 6))
+  loops.push(sealLoop(d, 'd'))
+  for (let l = 0; l < 4; l++) loops.push(putLoop(n, 'n', 10 + l))
+  loops.push(flushLoop(n, 'n'))
+  loops.push(sealLoop(n, 'n'))
+  await Promise.all(loops)
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`crash-child failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
+  process.exit(2)
+})
