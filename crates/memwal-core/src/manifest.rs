@@ -136,15 +136,26 @@ impl ShardManifest {
         }
     }
 
+    /// The checksum field is written *first*, then the message without it (protobuf accepts
+    /// fields in any order, and Lance readers skip it as unknown). prost would write it last,
+    /// by tag, and a manifest cut at a field boundary before it would then decode as a valid,
+    /// unchecked manifest that silently lacks its trailing fields (such as flushed
+    /// generations, whose rows the replay cursor already skips).
     fn encode_with_checksum(&self) -> Bytes {
         let mut m = self.clone();
         m.checksum = None;
-        let sum = crc32c::crc32c(&m.encode_to_vec());
-        m.checksum = Some(sum);
-        Bytes::from(m.encode_to_vec())
+        let body = m.encode_to_vec();
+        let head = ShardManifest {
+            checksum: Some(crc32c::crc32c(&body)),
+            ..Default::default()
+        };
+        let mut out = head.encode_to_vec();
+        out.extend_from_slice(&body);
+        Bytes::from(out)
     }
 
-    fn decode_checked(object: &str, bytes: &[u8]) -> Result<Self> {
+    /// Decodes version `version`, stored at `object`.
+    fn decode_checked(object: &str, version: u64, bytes: &[u8]) -> Result<Self> {
         let m = ShardManifest::decode(bytes).map_err(|e| {
             Error::corrupt(
                 object,
@@ -165,6 +176,16 @@ impl ShardManifest {
                     None,
                 ));
             }
+        }
+        if m.version != version {
+            return Err(Error::corrupt(
+                object,
+                format!(
+                    "shard manifest holds version {} but its name says version {version}; it is truncated or damaged",
+                    m.version
+                ),
+                None,
+            ));
         }
         Ok(m)
     }
@@ -224,7 +245,7 @@ impl ManifestStore {
             )
         })?;
         bytes
-            .map(|b| ShardManifest::decode_checked(path.as_ref(), &b))
+            .map(|b| ShardManifest::decode_checked(path.as_ref(), version, &b))
             .transpose()
     }
 
@@ -678,6 +699,32 @@ mod tests {
                 .unwrap();
             let e = m.read_latest().await.unwrap_err();
             assert_eq!(e.code(), crate::ErrorCode::Corrupt, "{e}");
+            assert!(e.to_string().contains(path.as_ref()), "{e}");
+        }
+    }
+
+    // R3: a manifest cut anywhere (even at a field boundary, where protobuf would decode the
+    // prefix as a shorter, valid message without its generation list) is corrupt.
+    #[tokio::test]
+    async fn a_manifest_cut_anywhere_is_corrupt() {
+        let m = &stores()[0];
+        let mut v = version(1, 1);
+        v.replay_after_wal_entry_position = 4;
+        v.writer_id = "w".into();
+        v.flushed_generations = (1..=2)
+            .map(|g| FlushedGeneration {
+                generation: g,
+                path: format!("0000000{g}_gen_{g}"),
+                ..Default::default()
+            })
+            .collect();
+        m.write(&v).await.unwrap();
+        let path = m.paths.manifest(1);
+        let good = m.store.get(&path).await.unwrap().unwrap();
+        assert_eq!(m.read_version(1).await.unwrap().unwrap().writer_id, "w");
+        for cut in 0..good.len() {
+            let e = ShardManifest::decode_checked(path.as_ref(), 1, &good[..cut]).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "cut at {cut}: {e}");
             assert!(e.to_string().contains(path.as_ref()), "{e}");
         }
     }
