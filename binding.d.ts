@@ -53,6 +53,10 @@ export declare class NativeShardWriter {
   put(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<NativeWriteResult>
   /** Inserts and returns at once, with a ticket for durability. */
   putNoWait(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<NativeWriteTicket>
+  /** Like `put`, with the batches sent as column buffers (see `columns.rs`). */
+  putColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteResult>
+  /** Like `putNoWait`, with the batches sent as column buffers. */
+  putNoWaitColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteTicket>
   /** Makes everything written so far durable. */
   flush(): Promise<void>
   /** Freezes the active MemTable. */

@@ -13,7 +13,7 @@
  * @packageDocumentation
  */
 
-import { RecordBatch, Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow'
+import { type Data, RecordBatch, Schema, Table, Type, tableFromIPC, tableToIPC } from 'apache-arrow'
 
 import {
   NativeObjectStore,
@@ -316,13 +316,34 @@ function requireString(what: string, v: unknown): asserts v is string {
   }
 }
 
-interface Encoded {
+/** A put's data as Arrow IPC stream bytes (any input), checked against `rows`/`columns`. */
+interface IpcData {
+  kind: 'ipc'
   bytes: Uint8Array
   rows: number | null
   columns: number | null
 }
 
+/**
+ * A put's batches as column buffers (the fast path for Tables; see `columns.rs` in the
+ * binding): the schema as an IPC schema message, each batch's row count, three words per array
+ * node in depth-first order (length, offset, has-validity), and the nodes' buffers.
+ */
+interface ColumnData {
+  kind: 'columns'
+  schema: Uint8Array
+  batches: Float64Array
+  nodes: Float64Array
+  buffers: Uint8Array[]
+}
+
+type Encoded = IpcData | ColumnData
+
 function encodeTable(table: Table): Encoded {
+  return columnsOf(table.schema, table.batches) ?? ipcOf(table)
+}
+
+function ipcOf(table: Table): IpcData {
   let bytes: Uint8Array
   try {
     bytes = tableToIPC(table, 'stream')
@@ -332,7 +353,91 @@ function encodeTable(table: Table): Encoded {
       { cause: e },
     )
   }
-  return { bytes, rows: table.numRows, columns: table.numCols }
+  return { kind: 'ipc', bytes, rows: table.numRows, columns: table.numCols }
+}
+
+const schemaMessages = new WeakMap<Schema, Uint8Array>()
+
+/** The IPC schema message of `schema`, encoded once per Schema object. */
+function schemaMessage(schema: Schema): Uint8Array {
+  let bytes = schemaMessages.get(schema)
+  if (bytes === undefined) {
+    bytes = tableToIPC(new Table(schema), 'stream')
+    schemaMessages.set(schema, bytes)
+  }
+  return bytes
+}
+
+function view(a: ArrayBufferView): Uint8Array {
+  return a instanceof Uint8Array ? a : new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+}
+
+/**
+ * Appends `data`'s node and buffers in the order `columns.rs` reads them. Returns false for
+ * a type the fast path does not carry (the caller then encodes IPC instead).
+ */
+function pushNode(data: Data, nodes: number[], buffers: Uint8Array[]): boolean {
+  const bitmap = data.nullBitmap as Uint8Array | undefined
+  const hasValidity = data.nullCount !== 0 && bitmap !== undefined && bitmap.byteLength > 0
+  nodes.push(data.length, data.offset, hasValidity ? 1 : 0)
+  if (hasValidity) buffers.push(bitmap)
+  const children = data.children as Data[]
+  switch (data.type.typeId) {
+    case Type.Null:
+      return true
+    case Type.Int:
+    case Type.Float:
+    case Type.Bool:
+    case Type.Decimal:
+    case Type.Date:
+    case Type.Time:
+    case Type.Timestamp:
+    case Type.Interval:
+    case Type.Duration:
+    case Type.FixedSizeBinary:
+      buffers.push(view(data.values))
+      return true
+    case Type.Utf8:
+    case Type.Binary:
+    case Type.LargeUtf8:
+    case Type.LargeBinary:
+      buffers.push(view(data.valueOffsets), view(data.values))
+      return true
+    case Type.List:
+    case Type.LargeList:
+    case Type.Map:
+      buffers.push(view(data.valueOffsets))
+      return pushNode(children[0]!, nodes, buffers)
+    case Type.FixedSizeList:
+      return pushNode(children[0]!, nodes, buffers)
+    case Type.Struct:
+      return children.every((c) => pushNode(c, nodes, buffers))
+    case Type.Dictionary: {
+      const dictionary = data.dictionary?.data
+      if (dictionary === undefined || dictionary.length !== 1) return false
+      buffers.push(view(data.values))
+      return pushNode(dictionary[0]!, nodes, buffers)
+    }
+    default:
+      return false
+  }
+}
+
+function columnsOf(schema: Schema, batches: RecordBatch[]): ColumnData | null {
+  const nodes: number[] = []
+  const buffers: Uint8Array[] = []
+  for (const b of batches) {
+    for (const child of b.data.children) {
+      if (!pushNode(child, nodes, buffers)) return null
+    }
+  }
+  return {
+    kind: 'columns',
+    schema: schemaMessage(schema),
+    batches: Float64Array.from(batches, (b) => b.numRows),
+    nodes: Float64Array.from(nodes),
+    buffers,
+  }
 }
 
 function schemaText(s: Schema): string {
@@ -341,7 +446,7 @@ function schemaText(s: Schema): string {
 
 function encode(data: unknown): Encoded {
   if (data instanceof Uint8Array) {
-    return { bytes: data, rows: null, columns: null }
+    return { kind: 'ipc', bytes: data, rows: null, columns: null }
   }
   if (data instanceof Table) {
     return encodeTable(data)
@@ -721,7 +826,13 @@ export class ShardWriter {
    */
   async put(data: PutData): Promise<WriteResult> {
     const e = encode(data)
-    return writeResult(await call(() => this.#native.put(e.bytes, e.rows, e.columns)))
+    return writeResult(
+      await call(() =>
+        e.kind === 'columns'
+          ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
+          : this.#native.put(e.bytes, e.rows, e.columns),
+      ),
+    )
   }
 
   /**
@@ -732,7 +843,11 @@ export class ShardWriter {
    */
   async putNoWait(data: PutData): Promise<PutNoWaitResult> {
     const e = encode(data)
-    const ticket = await call(() => this.#native.putNoWait(e.bytes, e.rows, e.columns))
+    const ticket = await call(() =>
+      e.kind === 'columns'
+        ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
+        : this.#native.putNoWait(e.bytes, e.rows, e.columns),
+    )
     let durable: Promise<void> | null = null
     if (ticket.hasDurable) {
       durable = call(() => ticket.wait())

@@ -8,6 +8,7 @@
 
 #![deny(clippy::all)]
 
+mod columns;
 mod convert;
 mod error;
 mod ipc;

@@ -3,9 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use arrow_schema::SchemaRef;
 use memwal_core::{DurableWatcher, ShardWriter, WriteResult};
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, PromiseRaw, Uint8Array};
+use napi::bindgen_prelude::{Buffer, Float64Array, PromiseRaw, Uint8Array};
 use napi_derive::napi;
 
 use crate::convert::{
@@ -13,8 +14,8 @@ use crate::convert::{
     NativeWriterOptions,
 };
 use crate::error::{IntoNapi, invalid};
-use crate::ipc;
 use crate::store::NativeObjectStore;
+use crate::{columns, ipc};
 
 /// Decodes a put's IPC bytes and checks them against what the caller passed: a `Table` from a
 /// second copy of apache-arrow can encode into a stream that silently lacks data.
@@ -42,6 +43,31 @@ fn decode_put(
 #[napi]
 pub struct NativeShardWriter {
     inner: Arc<ShardWriter>,
+    /// The last schema sent with column data, decoded (callers send the same one each time).
+    schema_cache: Mutex<Option<(Vec<u8>, SchemaRef)>>,
+}
+
+impl NativeShardWriter {
+    fn column_batches(
+        &self,
+        schema: &[u8],
+        batches: &[f64],
+        nodes: &[f64],
+        buffers: &[Uint8Array],
+    ) -> napi::Result<Vec<arrow_array::RecordBatch>> {
+        let schema = {
+            let mut cache = self.schema_cache.lock().unwrap_or_else(|e| e.into_inner());
+            match cache.as_ref() {
+                Some((bytes, s)) if bytes.as_slice() == schema => s.clone(),
+                _ => {
+                    let s = ipc::decode_schema(schema)?;
+                    *cache = Some((schema.to_vec(), s.clone()));
+                    s
+                }
+            }
+        };
+        columns::decode(&schema, batches, nodes, buffers)
+    }
 }
 
 /// The in-memory result of `putNoWait` and the durability of its rows.
@@ -96,7 +122,10 @@ impl NativeShardWriter {
         let config = options.to_config()?;
         env.spawn_future(async move {
             let w = ShardWriter::open(store, schema, config).await.napi()?;
-            Ok(NativeShardWriter { inner: Arc::new(w) })
+            Ok(NativeShardWriter {
+                inner: Arc::new(w),
+                schema_cache: Mutex::new(None),
+            })
         })
     }
 
@@ -135,6 +164,39 @@ impl NativeShardWriter {
     ) -> napi::Result<NativeWriteTicket> {
         let batches = decode_put(&data, expected_rows, expected_columns)?;
         drop(data);
+        let (result, watcher) = self.inner.put_no_wait(batches).await.napi()?;
+        Ok(NativeWriteTicket {
+            result,
+            has_durable: watcher.is_some(),
+            durable: Mutex::new(watcher),
+        })
+    }
+
+    /// Like `put`, with the batches sent as column buffers (see `columns.rs`).
+    #[napi(catch_unwind)]
+    pub async fn put_columns(
+        &self,
+        schema: Uint8Array,
+        batches: Float64Array,
+        nodes: Float64Array,
+        buffers: Vec<Uint8Array>,
+    ) -> napi::Result<NativeWriteResult> {
+        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
+        drop(buffers);
+        Ok(self.inner.put(batches).await.napi()?.into())
+    }
+
+    /// Like `putNoWait`, with the batches sent as column buffers.
+    #[napi(catch_unwind)]
+    pub async fn put_no_wait_columns(
+        &self,
+        schema: Uint8Array,
+        batches: Float64Array,
+        nodes: Float64Array,
+        buffers: Vec<Uint8Array>,
+    ) -> napi::Result<NativeWriteTicket> {
+        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
+        drop(buffers);
         let (result, watcher) = self.inner.put_no_wait(batches).await.napi()?;
         Ok(NativeWriteTicket {
             result,
