@@ -1,15 +1,16 @@
 //! The shard manifest: versioned protobuf records, each created with put-if-not-exists.
 //!
 //! `ShardManifest` keeps Lance's protobuf field numbers (reference §1.3; `protos/table.proto`),
-//! derived with prost so no `protoc` is needed. memwal adds three fields with high numbers,
-//! which Lance readers skip as unknown:
+//! derived with prost so no `protoc` is needed. memwal adds fields with high numbers, which
+//! Lance readers skip as unknown:
 //! - `arrow_schema` (1001): the shard's Arrow schema as an IPC schema message, so a writer
 //!   opened with another schema fails before claiming, and a reader of an empty shard knows
 //!   its columns;
 //! - `writer_id` (1002): a random id per writer handle, so a writer that lost the
 //!   acknowledgement of its own manifest write can recognise it (two claimants never produce
 //!   identical bytes);
-//! - `checksum` (1003): CRC32C of the encoding with this field cleared.
+//! - `checksum` (1003): CRC32C of the encoding with this field cleared, written first;
+//! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file.
 //!
 //! [`ManifestStore`] implements latest-version discovery (hint + probes), `claim_epoch`,
 //! `check_fenced` and `commit_update` (reference §1.3).
@@ -64,6 +65,11 @@ pub struct FlushedGeneration {
     /// Primary-key bytes (Lance; memwal writes none).
     #[prost(uint64, optional, tag = "5")]
     pub primary_key_bytes: Option<u64>,
+    /// memwal: CRC32C of the generation file, checked whenever it is read. Parquet as arrow-rs
+    /// writes it has no page checksums, so a damaged data page would otherwise decode into
+    /// values that were never put.
+    #[prost(fixed32, optional, tag = "1001")]
+    pub checksum: Option<u32>,
 }
 
 /// Protobuf `ShardStatus`.

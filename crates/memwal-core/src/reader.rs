@@ -53,6 +53,19 @@ pub(crate) async fn read_generation(
                 None,
             )
         })?;
+    if let Some(stored) = generation.checksum {
+        let actual = crc32c::crc32c(&bytes);
+        if actual != stored {
+            return Err(Error::corrupt(
+                path.as_ref(),
+                format!(
+                    "generation {} checksum mismatch (stored {stored:08x}, computed {actual:08x}); the file is damaged",
+                    generation.generation
+                ),
+                None,
+            ));
+        }
+    }
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::corrupt(
             path.as_ref(),

@@ -162,6 +162,7 @@ async fn flush_one(inner: &Arc<WriterInner>, memtable: &Arc<MemTable>) -> Result
         in_memory_bytes: Some(bytes),
         physical_rows: Some(rows),
         primary_key_bytes: None,
+        checksum: Some(crc32c::crc32c(&parquet)),
     };
     // Only this epoch can commit generation `g` (a claim starts at `current_generation`), so
     // finding `g` listed means an earlier attempt of ours committed it and lost the ack.
