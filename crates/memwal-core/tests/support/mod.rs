@@ -110,6 +110,62 @@ impl Backend {
             .unwrap();
     }
 
+    /// The object at `path` as stored, bypassing memwal; `None` if there is none.
+    pub async fn raw_get(&self, path: &Path) -> Option<Bytes> {
+        match self.raw.get(path).await {
+            Ok(r) => Some(r.bytes().await.unwrap()),
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => panic!("reading {path}: {e}"),
+        }
+    }
+
+    /// Every object under `prefix` with its bytes, sorted by path.
+    pub async fn snapshot(&self, prefix: &Path) -> Vec<(Path, Bytes)> {
+        use futures::TryStreamExt;
+        let mut paths: Vec<Path> = self
+            .raw
+            .list(Some(prefix))
+            .map_ok(|m| m.location)
+            .try_collect()
+            .await
+            .unwrap();
+        paths.sort();
+        let mut out = Vec::new();
+        for path in paths {
+            let bytes = self.raw_get(&path).await.expect("listed object");
+            out.push((path, bytes));
+        }
+        out
+    }
+
+    /// A new, empty backend of the same kind.
+    pub fn fresh(&self) -> Backend {
+        match self._dir {
+            Some(_) => Backend::local(),
+            None => Backend::memory(),
+        }
+    }
+
+    /// Writes a file named `name` (which may be one `object_store` refuses to write, such as
+    /// its own `name#1` staging files) in directory `dir`, as a crashed process could have
+    /// left it.
+    pub async fn plant_file(&self, dir: &Path, name: &str, bytes: &[u8]) {
+        match self.path() {
+            Some(root) => {
+                let mut p = root.to_path_buf();
+                for part in dir.parts() {
+                    p.push(part.as_ref());
+                }
+                std::fs::create_dir_all(&p).unwrap();
+                std::fs::write(p.join(name), bytes).unwrap();
+            }
+            None => {
+                self.plant(&dir.clone().join(name), Bytes::copy_from_slice(bytes))
+                    .await
+            }
+        }
+    }
+
     /// Names of every object under `prefix`, sorted.
     pub async fn object_names(&self, prefix: &Path) -> Vec<String> {
         use futures::TryStreamExt;
