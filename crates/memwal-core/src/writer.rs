@@ -619,7 +619,7 @@ impl ShardWriter {
     pub async fn force_seal_active(&self) -> Result<()> {
         self.memtable_only("force_seal_active")?;
         self.inner.check_open(&self.inner.lock())?;
-        self.inner.manifests.check_fenced(self.inner.epoch).await?;
+        self.check_fenced_and_latch().await?;
         let mut st = self.inner.lock();
         self.inner.check_open(&st)?;
         if let Mode::MemTable(mt) = &mut st.mode {
@@ -661,6 +661,7 @@ impl ShardWriter {
     }
 
     /// `Fenced(PeerClaimedEpoch)` if another writer claimed the shard (reads the manifest).
+    /// The fence is latched: every later call fails with it.
     pub async fn check_fenced(&self) -> Result<()> {
         {
             let st = self.inner.lock();
@@ -668,8 +669,21 @@ impl ShardWriter {
                 return Err(self.inner.closed_error());
             }
         }
-        self.inner.manifests.check_fenced(self.inner.epoch).await?;
+        self.check_fenced_and_latch().await?;
         self.inner.latch.check()
+    }
+
+    /// Reads the manifest; a successor's claim seen here is as terminal as one seen by a WAL
+    /// append (DESIGN "Writer lifecycle" 3): latch it, or a non-durable writer that was told
+    /// it is fenced would go on accepting rows that can never become durable.
+    async fn check_fenced_and_latch(&self) -> Result<()> {
+        match self.inner.manifests.check_fenced(self.inner.epoch).await {
+            Err(e) if e.is_terminal() => {
+                self.inner.poison(e.clone());
+                Err(e)
+            }
+            r => r,
+        }
     }
 
     /// Statistics of the active and frozen MemTables.

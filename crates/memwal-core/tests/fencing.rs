@@ -123,6 +123,31 @@ async fn force_seal_of_a_stale_writer_fails_without_freezing() {
     assert_eq!((s.frozen_memtable_count, s.row_count), (0, 3));
 }
 
+// A fence seen by `check_fenced` or `force_seal_active` is latched like one seen by an
+// append: a non-durable stale writer that was told stops accepting rows it cannot make durable.
+#[tokio::test]
+async fn a_fence_seen_by_check_fenced_or_force_seal_is_latched() {
+    for seal in [false, true] {
+        let backend = Backend::memory();
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(non_durable()).await;
+        a.put(vec![batch([1])]).await.unwrap();
+        let b = shard.open(durable()).await;
+        let seen = if seal {
+            a.force_seal_active().await.unwrap_err()
+        } else {
+            a.check_fenced().await.unwrap_err()
+        };
+        assert_peer_claimed(&seen);
+        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
+        assert_peer_claimed(&a.put_no_wait(vec![batch([3])]).await.unwrap_err());
+        assert_peer_claimed(&a.scan().await.unwrap_err());
+        assert_peer_claimed(&a.flush().await.unwrap_err());
+        b.close().await.unwrap();
+        shard.assert_recovered(Vec::new()).await;
+    }
+}
+
 // A non-durable stale writer accepts rows in memory (it cannot know better), but making them
 // durable fails with the fence, and none of them reaches the successor.
 #[tokio::test]
