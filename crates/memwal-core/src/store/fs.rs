@@ -92,8 +92,62 @@ fn write_staging(path: &Path, data: &[u8], sync: bool) -> io::Result<PathBuf> {
     }
 }
 
+/// Linux: write an unnamed file in the target directory (`O_TMPFILE`), sync it, then give it
+/// its name with `linkat`, which fails if the name exists. No staging name is created or
+/// removed, so the directory changes once per put. `None` when the file system or kernel
+/// cannot do this (the caller then uses a staging file).
+#[cfg(target_os = "linux")]
+fn create_via_tmpfile(path: &Path, data: &[u8], sync: bool) -> Option<io::Result<()>> {
+    use rustix::fs::{AtFlags, CWD, Mode, OFlags, linkat, openat};
+    use rustix::io::Errno;
+    use std::os::fd::AsRawFd;
+
+    let (parent, name) = (path.parent()?, path.file_name()?);
+    let dir = match openat(
+        CWD,
+        parent,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e.into())),
+    };
+    let fd = match openat(
+        &dir,
+        ".",
+        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => return None,
+        Err(e) => return Some(Err(e.into())),
+    };
+    let mut file = File::from(fd);
+    if let Err(e) = file.write_all(data) {
+        return Some(Err(e));
+    }
+    if sync && let Err(e) = file.sync_data() {
+        return Some(Err(e));
+    }
+    let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW) {
+        Ok(()) => Some(Ok(())),
+        // No /proc: fall back to a named staging file.
+        Err(Errno::NOENT) => None,
+        Err(e) => Some(Err(e.into())),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn create_via_tmpfile(_path: &Path, _data: &[u8], _sync: bool) -> Option<io::Result<()>> {
+    None
+}
+
 impl Fs for StdFs {
     fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
+        if let Some(result) = create_via_tmpfile(path, data, sync) {
+            return result;
+        }
         let staging = write_staging(path, data, sync)?;
         // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
         let linked = fs::hard_link(&staging, path);
@@ -143,6 +197,22 @@ impl Fs for StdFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn tmpfile_publish_is_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        match create_via_tmpfile(&p, b"one", true) {
+            // The file system cannot do it; `create_file` falls back to a staging file.
+            None => return,
+            Some(r) => r.unwrap(),
+        }
+        let e = create_via_tmpfile(&p, b"two", true).unwrap().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&p).unwrap(), b"one");
+        assert_eq!(StdFs.read_dir(dir.path()).unwrap().len(), 1);
+    }
 
     #[test]
     fn create_file_is_exclusive_and_leaves_no_staging() {
