@@ -48,7 +48,18 @@ test.after.always(() => rmSync(workDir, { recursive: true, force: true }))
 const demoDir = join(workDir, 'demo')
 let demoRun: Promise<Run> | undefined
 async function demo(): Promise<{ run: Run; shard: string }> {
-  demoRun ??= memwal('demo', demoDir, '--rows', String(ROWS), '--writers', '4', '--batch-rows', '500', '--memtable-size', '65536')
+  demoRun ??= memwal(
+    'demo',
+    demoDir,
+    '--rows',
+    String(ROWS),
+    '--writers',
+    '4',
+    '--batch-rows',
+    '500',
+    '--memtable-size',
+    '65536',
+  )
   const run = await demoRun
   if (run.code !== 0) throw new Error(`demo failed (${run.code}):\n${run.stdout}\n${run.stderr}`)
   const shard = readdirSync(join(demoDir, '_mem_wal'))[0]!
@@ -273,7 +284,10 @@ test('scan output piped into a closed reader ends quietly', async (t) => {
   const r = await new Promise<Run>((resolve, reject) => {
     const child = spawn(
       'sh',
-      ['-c', `"${process.execPath}" --import tsx cli/main.ts scan "${demoDir}" --shard ${shard} --format csv | head -1`],
+      [
+        '-c',
+        `"${process.execPath}" --import tsx cli/main.ts scan "${demoDir}" --shard ${shard} --format csv | head -1`,
+      ],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     let stdout = ''

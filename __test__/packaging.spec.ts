@@ -13,7 +13,16 @@
 
 import { spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -38,7 +47,11 @@ interface Run {
 
 function run(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(cmd, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -64,7 +77,13 @@ function consumerEnv(): NodeJS.ProcessEnv {
   const path = (process.env.PATH ?? '').split(':').filter((d) => d !== '' && !hasRust(d))
   const env: NodeJS.ProcessEnv = { ...process.env, PATH: path.join(':'), npm_config_offline: 'true' }
   // Nothing may point the loaders anywhere but the installed packages.
-  for (const k of ['NODE_PATH', 'NAPI_RS_NATIVE_LIBRARY_PATH', 'MEMWAL_PREBUILD', 'PREBUILDS_ONLY', 'npm_config_prefix']) {
+  for (const k of [
+    'NODE_PATH',
+    'NAPI_RS_NATIVE_LIBRARY_PATH',
+    'MEMWAL_PREBUILD',
+    'PREBUILDS_ONLY',
+    'npm_config_prefix',
+  ]) {
     delete env[k]
   }
   return env
@@ -77,7 +96,10 @@ let packed: Promise<{ main: string; platform: string }> | undefined
 function pack(): Promise<{ main: string; platform: string }> {
   packed ??= (async () => {
     const out = tarballDir
-    expectOk(await run(process.execPath, [join(root, 'scripts', 'pack.mjs'), '--out', out], { cwd: root }), 'scripts/pack.mjs')
+    expectOk(
+      await run(process.execPath, [join(root, 'scripts', 'pack.mjs'), '--out', out], { cwd: root }),
+      'scripts/pack.mjs',
+    )
     const file = (prefix: string) => {
       const f = readdirSync(out).find((n) => n === `${prefix}-${repoPackage.version}.tgz`)
       if (f === undefined) throw new Error(`no ${prefix} tarball in ${out}: ${readdirSync(out).join(', ')}`)
@@ -100,7 +122,7 @@ function consumerLock(project: string, tarballs: Record<string, string>): object
   const registry = (process.env.npm_config_registry ?? 'https://registry.npmjs.org/').replace(/\/?$/, '/')
   const packages: Record<string, Record<string, unknown>> = {}
   const resolveFrom = (from: string, name: string): string | null => {
-    for (let base = from; ; ) {
+    for (let base = from; ;) {
       const candidate = `${base === '' ? '' : `${base}/`}node_modules/${name}`
       if (all[candidate] !== undefined) return candidate
       if (base === '') return null
@@ -117,7 +139,10 @@ function consumerLock(project: string, tarballs: Record<string, string>): object
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)
     entry.resolved ??= `${registry}${name}/-/${name.slice(name.lastIndexOf('/') + 1)}-${String(entry.version)}.tgz`
     packages[path] = entry
-    const deps = { ...(entry.dependencies as object | undefined), ...(entry.optionalDependencies as object | undefined) }
+    const deps = {
+      ...(entry.dependencies as object | undefined),
+      ...(entry.optionalDependencies as object | undefined),
+    }
     for (const name of Object.keys(deps)) {
       const p = resolveFrom(path, name)
       if (p !== null) visit(p)
@@ -130,8 +155,12 @@ function consumerLock(project: string, tarballs: Record<string, string>): object
   for (const [name, file] of Object.entries(tarballs)) {
     const spec = `file:${file}`
     dependencies[name] = spec
-    const manifest = JSON.parse(spawnSync('tar', ['-xzOf', join(project, file), 'package/package.json'], { encoding: 'utf8' }).stdout)
-    const integrity = `sha512-${createHash('sha512').update(readFileSync(join(project, file))).digest('base64')}`
+    const manifest = JSON.parse(
+      spawnSync('tar', ['-xzOf', join(project, file), 'package/package.json'], { encoding: 'utf8' }).stdout,
+    )
+    const integrity = `sha512-${createHash('sha512')
+      .update(readFileSync(join(project, file)))
+      .digest('base64')}`
     const fields = ['license', 'dependencies', 'peerDependencies', 'bin', 'engines', 'os', 'cpu', 'libc']
     packages[`node_modules/${name}`] = {
       version: manifest.version,

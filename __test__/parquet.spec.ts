@@ -59,8 +59,6 @@ test('DuckDB reads the flushed generations the manifest lists, and the README gl
   )
 
   // The README's quick look: every generation of every shard under a location.
-  const glob = await query(
-    `SELECT count(*)::INTEGER AS n FROM read_parquet('${dir}/_mem_wal/*/*_gen_*/data.parquet')`,
-  )
+  const glob = await query(`SELECT count(*)::INTEGER AS n FROM read_parquet('${dir}/_mem_wal/*/*_gen_*/data.parquet')`)
   t.deepEqual(glob, [{ n: 500 }])
 })

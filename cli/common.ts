@@ -146,7 +146,14 @@ export function textTable(header: string[], rows: string[][], maxWidth = 60): st
   const cut = (s: string): string => (s.length > maxWidth ? `${s.slice(0, maxWidth - 1)}…` : s)
   const all = [header, ...rows].map((r) => r.map(cut))
   const widths = header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)))
-  return all.map((r) => r.map((cell, c) => cell.padEnd(widths[c] ?? 0)).join('  ').trimEnd()).join('\n')
+  return all
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }
 
 /** Writes to stdout; resolves once the chunk is handed off (so large outputs keep memory flat). */

@@ -63,13 +63,20 @@ function render(r: ShardReport): string {
   if (r.generations.length > 0) {
     const table = textTable(
       ['generation', 'rows', 'in-memory size', 'file'],
-      r.generations.map((g) => [String(g.generation), formatCount(g.rows), formatBytes(g.bytes), `${g.path}/data.parquet`]),
+      r.generations.map((g) => [
+        String(g.generation),
+        formatCount(g.rows),
+        formatBytes(g.bytes),
+        `${g.path}/data.parquet`,
+      ]),
       100,
     )
     lines.push(...table.split('\n').map((l) => `    ${l}`))
   }
   lines.push(`  replay cursor: WAL position ${r.replayCursor} (entries up to it are in flushed generations)`)
-  lines.push(`  WAL tip: position ${r.walTip}; lag: ${r.walLag} ${r.walLag === 1 ? 'entry' : 'entries'} to replay on open`)
+  lines.push(
+    `  WAL tip: position ${r.walTip}; lag: ${r.walLag} ${r.walLag === 1 ? 'entry' : 'entries'} to replay on open`,
+  )
   return lines.join('\n')
 }
 

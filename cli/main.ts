@@ -37,7 +37,9 @@ function version(): string {
 
 function program(): Command {
   const p = new Command('memwal')
-    .description('Inspect memwal shards (durable, write-ahead-logged MemTables of Arrow record batches) and run the demo.')
+    .description(
+      'Inspect memwal shards (durable, write-ahead-logged MemTables of Arrow record batches) and run the demo.',
+    )
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()

@@ -67,7 +67,8 @@ export function walCommand(program: Command): void {
         e.sentinel ? 'yes' : '',
       ])
       await out(`${textTable(['position', 'epoch', 'batches', 'rows', 'sentinel'], rows)}\n`)
-      const shown = entries.length === 0 ? 'no entries' : `positions ${options.from}..${options.from + entries.length - 1}`
+      const shown =
+        entries.length === 0 ? 'no entries' : `positions ${options.from}..${options.from + entries.length - 1}`
       await out(`(${shown}; WAL tip: position ${next - 1})\n`)
     })
 }
