@@ -64,3 +64,25 @@ test('checkFenced reports a successor only after it claims the shard', async (t)
   await t.notThrowsAsync(b.checkFenced())
   await b.close()
 })
+
+test('a stale non-durable writer told by checkFenced or forceSealActive rejects every later call with FENCED', async (t) => {
+  for (const probe of ['checkFenced', 'forceSealActive'] as const) {
+    const loc = memoryLocation()
+    const a = await ShardWriter.open(loc, { schema, durableWrite: false, maxWalFlushIntervalMs: null })
+    await a.put(rows([1]))
+    const b = await ShardWriter.open(loc, { schema, shardId: a.shardId })
+    const seen = await t.throwsAsync(probe === 'checkFenced' ? a.checkFenced() : a.forceSealActive(), {
+      instanceOf: FencedError,
+      code: 'FENCED',
+    })
+    t.is(seen?.fenceReason, 'PeerClaimedEpoch', probe)
+    // Without the latch a non-durable put would resolve: rows that can never become durable.
+    const e = await t.throwsAsync(a.put(rows([2])), { instanceOf: FencedError, code: 'FENCED' }, probe)
+    t.is(e?.fenceReason, 'PeerClaimedEpoch')
+    await t.throwsAsync(a.putNoWait(rows([3])), { instanceOf: FencedError }, probe)
+    await t.throwsAsync(a.scan(), { instanceOf: FencedError }, probe)
+    await a.abort()
+    t.deepEqual(ids(await b.scan()), [])
+    await b.close()
+  }
+})
