@@ -6,7 +6,17 @@
 // every acknowledgement it logged survives SIGKILL; the parent (crash_loop.spec.ts) parses the
 // log, reopens the shards and checks what they hold against it.
 
-import { Field, Int32, RecordBatch, Schema, Utf8, makeVector, vectorFromArray, type Table, type Vector } from 'apache-arrow'
+import {
+  Field,
+  Int32,
+  RecordBatch,
+  Schema,
+  Utf8,
+  makeVector,
+  vectorFromArray,
+  type Table,
+  type Vector,
+} from 'apache-arrow'
 
 import { tableOf } from './helpers'
 
@@ -26,7 +36,14 @@ export function padOf(iter: number, loop: number, seq: number, row: number, padL
 }
 
 /** The put: `rows` rows split over `batches` record batches. */
-export function putBatches(iter: number, loop: number, seq: number, rows: number, batches: number, padLen: number): RecordBatch[] {
+export function putBatches(
+  iter: number,
+  loop: number,
+  seq: number,
+  rows: number,
+  batches: number,
+  padLen: number,
+): RecordBatch[] {
   const out: RecordBatch[] = []
   let row = 0
   for (let b = 0; b < batches; b++) {
@@ -239,7 +256,8 @@ export function checkHistory(
     }
     if (current !== null && current.p === p) {
       if (current.next === p.rows) violations.push(`put ${key} appears twice`)
-      else if (r.row !== current.next) violations.push(`put ${key}: row ${r.row} where row ${current.next} was expected`)
+      else if (r.row !== current.next)
+        violations.push(`put ${key}: row ${r.row} where row ${current.next} was expected`)
       current.next = r.row + 1
       return
     }

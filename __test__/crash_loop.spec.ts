@@ -16,7 +16,16 @@ import { randomUUID } from 'node:crypto'
 import test from 'ava'
 
 import { ShardReader, ShardWriter } from '../index'
-import { checkHistory, crashRows, crashSchema, padOf, parseLog, prng, type CrashRow, type WriterKind } from './crash-history'
+import {
+  checkHistory,
+  crashRows,
+  crashSchema,
+  padOf,
+  parseLog,
+  prng,
+  type CrashRow,
+  type WriterKind,
+} from './crash-history'
 import { tempDir } from './helpers'
 
 const LONG = process.env.MEMWAL_LONG === '1'
@@ -130,7 +139,11 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
       const w = await ShardWriter.open(dir, { schema: crashSchema, shardId: shards[kind], maxWalFlushIntervalMs: null })
       const recovered = crashRows(await w.scan())
       if (readerRows !== null) {
-        t.deepEqual(readerRows.map(keyOf), recovered.map(keyOf), `${context}: ShardReader and a new writer disagree on shard ${kind}`)
+        t.deepEqual(
+          readerRows.map(keyOf),
+          recovered.map(keyOf),
+          `${context}: ShardReader and a new writer disagree on shard ${kind}`,
+        )
       }
       // Rows of earlier iterations: exactly what the previous check saw, in the same order.
       const prefix = recovered.slice(0, before[kind].length).map(keyOf)
@@ -188,10 +201,17 @@ test('the history checker flags lost, torn, duplicated, phantom, reordered and h
   )
   const ok = [row(0, 0, 0), row(0, 0, 1), row(1, 0, 0), row(0, 1, 0)]
   t.deepEqual(checkHistory(1, 'd', durable, ok).violations, [])
-  t.deepEqual(checkHistory(1, 'd', durable, [row(0, 0, 0), row(0, 0, 1), row(0, 1, 0)]).violations, [], 'an unacknowledged put may be lost')
+  t.deepEqual(
+    checkHistory(1, 'd', durable, [row(0, 0, 0), row(0, 0, 1), row(0, 1, 0)]).violations,
+    [],
+    'an unacknowledged put may be lost',
+  )
   const flagged = (rows: CrashRow[], re: RegExp) => {
     const v = checkHistory(1, 'd', durable, rows).violations
-    t.true(v.some((m) => re.test(m)), `${re} in ${JSON.stringify(v)}`)
+    t.true(
+      v.some((m) => re.test(m)),
+      `${re} in ${JSON.stringify(v)}`,
+    )
   }
   flagged([row(0, 0, 0), row(0, 0, 1)], /durably acknowledged put 0\/1 .* is missing/)
   flagged([row(0, 0, 0), row(1, 0, 0), row(0, 1, 0)], /put 0\/0 is partial/)
@@ -219,7 +239,10 @@ test('the history checker flags lost, torn, duplicated, phantom, reordered and h
   const n = (rows: CrashRow[]) => checkHistory(1, 'n', nondurable, rows).violations
   t.deepEqual(n([row(10, 0, 0), row(10, 1, 0)]), [], 'puts after the last flush may be lost')
   t.deepEqual(n([row(10, 0, 0), row(10, 1, 0), row(10, 2, 0), row(10, 3, 0)]), [])
-  t.true(n([row(10, 0, 0)]).some((m) => /put 10\/1 .* is missing/.test(m)), 'a flushed put is durable')
+  t.true(
+    n([row(10, 0, 0)]).some((m) => /put 10\/1 .* is missing/.test(m)),
+    'a flushed put is durable',
+  )
   t.true(
     n([row(10, 0, 0), row(10, 1, 0), row(10, 3, 0)]).some((m) => /hole: put 10\/2/.test(m)),
     'a later put present means every earlier one is',

@@ -24,7 +24,15 @@ import test from 'ava'
 import fc from 'fast-check'
 import { RecordBatch } from 'apache-arrow'
 
-import { FencedError, IoError, ObjectStore, ShardReader, ShardWriter, type FenceReason, type ShardWriterOptions } from '../index'
+import {
+  FencedError,
+  IoError,
+  ObjectStore,
+  ShardReader,
+  ShardWriter,
+  type FenceReason,
+  type ShardWriterOptions,
+} from '../index'
 import { ids, rows, schema } from './helpers'
 
 const LONG = process.env.MEMWAL_LONG === '1'
@@ -90,12 +98,16 @@ function newPut(m: Model, n: number, batches: number): { ids: number[]; data: Re
 
 /** Awaits a rejection with a FencedError of the given reason. */
 async function rejectsFenced(p: Promise<unknown>, reason: FenceReason, what: string): Promise<void> {
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof FencedError, `${what}: expected a FencedError, got ${String(e)}`)
-    assert.equal(e.code, 'FENCED')
-    assert.equal(e.fenceReason, reason, `${what}: ${e.message}`)
-    return true
-  }, `${what} must reject with FencedError ${reason}`)
+  await assert.rejects(
+    p,
+    (e: unknown) => {
+      assert.ok(e instanceof FencedError, `${what}: expected a FencedError, got ${String(e)}`)
+      assert.equal(e.code, 'FENCED')
+      assert.equal(e.fenceReason, reason, `${what}: ${e.message}`)
+      return true
+    },
+    `${what} must reject with FencedError ${reason}`,
+  )
 }
 
 const allIds = (puts: PutModel[]) => puts.flatMap((p) => p.ids)
@@ -203,7 +215,11 @@ class ConcurrentPutsCommand implements fc.AsyncCommand<Model, Real> {
     if (s.poisoned !== null || (m.faults && this.kind === 'd')) {
       const reason = s.poisoned ?? 'PersistenceFailure'
       for (const [i, res] of settled.entries()) {
-        await rejectsFenced(res.status === 'rejected' ? Promise.reject(res.reason) : Promise.resolve(res.value), reason, `concurrent put ${i}`)
+        await rejectsFenced(
+          res.status === 'rejected' ? Promise.reject(res.reason) : Promise.resolve(res.value),
+          reason,
+          `concurrent put ${i}`,
+        )
       }
       if (s.poisoned !== null) m.never = new Set([...m.never, ...puts.flatMap((p) => p.ids)])
       else for (const p of puts) s.puts.push({ ids: p.ids, status: 'failed' })
@@ -322,11 +338,15 @@ class ReopenWhileFaultyCommand implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real): Promise<void> {
     const old = r.writers[this.kind]
     await old.abort()
-    await assert.rejects(open(r, this.kind, old.shardId), (e: unknown) => {
-      assert.ok(e instanceof IoError, `open with WAL faults: expected an IoError, got ${String(e)}`)
-      assert.match(e.message, /fence sentinel/)
-      return true
-    }, 'open with WAL faults must reject with IoError')
+    await assert.rejects(
+      open(r, this.kind, old.shardId),
+      (e: unknown) => {
+        assert.ok(e instanceof IoError, `open with WAL faults: expected an IoError, got ${String(e)}`)
+        assert.match(e.message, /fence sentinel/)
+        return true
+      },
+      'open with WAL faults must reject with IoError',
+    )
     r.store.faults.recover()
     m.faults = false
     r.writers[this.kind] = await reopenAndCheck(m, r, this.kind, old.shardId)
@@ -415,7 +435,9 @@ const commands = [
   kind.map((k) => new CrashReopenCommand(k)),
   kind.map((k) => new CloseReopenCommand(k)),
   kind.map((k) => new ReopenWhileFaultyCommand(k)),
-  fc.tuple(kind, fc.constantFrom('put' as const, 'checkFenced' as const, 'forceSealActive' as const)).map(([k, p]) => new PeerClaimCommand(k, p)),
+  fc
+    .tuple(kind, fc.constantFrom('put' as const, 'checkFenced' as const, 'forceSealActive' as const))
+    .map(([k, p]) => new PeerClaimCommand(k, p)),
   fc.boolean().map((on) => new FaultsCommand(on)),
 ]
 
