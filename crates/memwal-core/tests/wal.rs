@@ -495,3 +495,113 @@ async fn a_sentinel_that_cannot_be_written_fails_the_open() {
     assert_eq!(ids(&c.scan().await.unwrap()), vec![1]);
     c.close().await.unwrap();
 }
+
+/// A store whose client retries a WAL put internally after losing the first response: the put
+/// lands, and the retry reports the slot as taken (S3's 412 on `If-None-Match: *`).
+#[derive(Debug)]
+struct RetriedInsideTheClient {
+    inner: Arc<dyn object_store::ObjectStore>,
+    remaining: std::sync::atomic::AtomicU32,
+}
+
+impl std::fmt::Display for RetriedInsideTheClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RetriedInsideTheClient")
+    }
+}
+
+#[async_trait::async_trait]
+impl object_store::ObjectStore for RetriedInsideTheClient {
+    async fn put_opts(
+        &self,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        let wal = location.parts().any(|p| p.as_ref() == "wal");
+        let take = wal
+            && self
+                .remaining
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
+                .is_ok();
+        let r = self.inner.put_opts(location, payload, opts).await?;
+        if take {
+            return Err(object_store::Error::AlreadyExists {
+                path: location.to_string(),
+                source: "412 Precondition Failed on the client's retry".into(),
+            });
+        }
+        Ok(r)
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &object_store::path::Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &object_store::path::Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<
+            'static,
+            object_store::Result<object_store::path::Path>,
+        >,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+// A lost response hidden by the object store client's own retry shows up as "slot taken" on
+// the first attempt we see. Reading the slot back recognises our own entry: the puts succeed,
+// nothing is duplicated, and the writer is not poisoned.
+#[tokio::test]
+async fn a_put_retried_inside_the_client_is_recognised_as_ours() {
+    let raw: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let store = memwal_core::Store::from_object_store(
+        Arc::new(RetriedInsideTheClient {
+            inner: raw,
+            remaining: std::sync::atomic::AtomicU32::new(2),
+        }),
+        object_store::path::Path::default(),
+        "retrying-client",
+    );
+    let shard = Shard::new(&store);
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    w.put(vec![batch([2])]).await.unwrap();
+    w.put(vec![batch([3])]).await.unwrap();
+    assert_eq!(shard.wal_len().await, 3);
+    w.close().await.unwrap();
+    shard.assert_recovered([1, 2, 3]).await;
+}

@@ -2,11 +2,12 @@
 //!
 //! Outcomes of one append:
 //! - **created**: the entry is durable (the store's put returned); the position advances.
-//! - **slot taken** (`AlreadyExists`) after an earlier attempt at this very slot failed: the
-//!   slot may hold our own write whose acknowledgement was lost. Read it back: if it holds
-//!   exactly our bytes, the append succeeded (the bytes carry our epoch, and a writer never
-//!   sends two different entries to one slot, so nobody else can have written them). This
-//!   resolves the ambiguity Lance reports as `PersistenceFailure` (reference §3.2).
+//! - **slot taken** (`AlreadyExists`): the slot may hold our own write whose acknowledgement
+//!   was lost (after a failed attempt of ours, or one the object store client retried
+//!   internally). Read it back: if it holds exactly our bytes, the append succeeded (the bytes
+//!   carry our epoch, and a writer never sends two different entries to one slot, so nobody
+//!   else can have written them). This resolves the ambiguity Lance reports as
+//!   `PersistenceFailure` (reference §3.2).
 //! - **slot taken** otherwise: read the manifest. A higher epoch means a successor fenced us:
 //!   `PeerClaimedEpoch`. A fence sentinel of a lower epoch is skipped: a writer that claimed
 //!   just before us and lost the open race can write its sentinel after ours (its open then
@@ -135,10 +136,11 @@ impl WalAppender {
                     return Ok(position);
                 }
                 Ok(CreateOutcome::AlreadyExists) => {
-                    if failed_attempts > 0 && self.holds(&path, &bytes).await {
-                        // Our earlier attempt landed and only its response was lost. The
-                        // entry's bytes name our epoch, so no other writer can have written
-                        // exactly them: the append succeeded.
+                    if self.holds(&path, &bytes).await {
+                        // An earlier attempt of ours landed and only its response was lost
+                        // (ours, or one retried inside the object store client, which then
+                        // reports the slot as taken). The entry's bytes name our epoch, so no
+                        // other writer can have written exactly them: the append succeeded.
                         self.next_position = position + 1;
                         return Ok(position);
                     }
