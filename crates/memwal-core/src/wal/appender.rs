@@ -229,10 +229,9 @@ impl WalAppender {
                     return Ok(position);
                 }
                 Ok(CreateOutcome::AlreadyExists) => {
-                    // A failed attempt at this slot may have landed: then it is our sentinel.
-                    if failed_attempts > 0
-                        && let Ok(Some(e)) =
-                            super::read_entry(&self.store, &self.paths, position).await
+                    // An attempt of ours (or of the store client) may have landed: a sentinel
+                    // of our epoch can only be ours, as epochs are claimed once.
+                    if let Ok(Some(e)) = super::read_entry(&self.store, &self.paths, position).await
                         && e.is_sentinel
                         && e.writer_epoch == self.epoch
                     {
