@@ -54,6 +54,10 @@ pub struct Store {
     root: Path,
     faults: Arc<Faults>,
     location: String,
+    /// Whether conditional create must be verified before a writer trusts this store (every
+    /// store but memwal's own local and in-memory ones), and whether it was.
+    create_check: Arc<tokio::sync::OnceCell<()>>,
+    needs_create_check: bool,
 }
 
 impl fmt::Debug for Store {
@@ -124,8 +128,30 @@ impl Store {
             .clone()
     }
 
-    /// Parses a location: `file:///abs/path`, `memory://NAME`, or a plain local path.
+    /// Parses a location: `file:///abs/path`, `memory://NAME`, or a plain local path; with the
+    /// `s3`/`gcs`/`azure` features also `s3://bucket/prefix`, `gs://bucket/prefix` and
+    /// `az://container/prefix` (credentials from the usual environment variables).
     pub fn from_uri(uri: &str) -> Result<Self> {
+        Self::from_uri_with(uri, &[])
+    }
+
+    /// [`Store::from_uri`] with storage options for object stores: `object_store`
+    /// configuration keys such as `region`, `endpoint`, `allow_http`, `access_key_id`,
+    /// `secret_access_key`, `session_token`. They override the environment.
+    pub fn from_uri_with(uri: &str, options: &[(String, String)]) -> Result<Self> {
+        if let Some((scheme, _)) = uri.split_once("://")
+            && matches!(
+                scheme,
+                "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss"
+            )
+        {
+            return cloud::open(scheme, uri, options);
+        }
+        if !options.is_empty() {
+            return Err(Error::invalid(format!(
+                "storage options apply to object stores (s3://, gs://, az://), not to {uri}"
+            )));
+        }
         if uri.is_empty() {
             return Err(Error::invalid(
                 "location is empty; pass a local directory, file:///abs/path or memory://NAME",
@@ -157,7 +183,9 @@ impl Store {
         root: Path,
         location: impl Into<String>,
     ) -> Self {
-        Self::with_faults(object_store, root, location, Arc::new(Faults::default()))
+        let mut s = Self::with_faults(object_store, root, location, Arc::new(Faults::default()));
+        s.needs_create_check = true;
+        s
     }
 
     fn with_faults(
@@ -172,7 +200,56 @@ impl Store {
             root,
             faults,
             location: location.into(),
+            create_check: Arc::new(tokio::sync::OnceCell::new()),
+            needs_create_check: false,
         }
+    }
+
+    /// Verifies, once per store, that it really refuses to overwrite on create
+    /// (put-if-not-exists): WAL fencing depends on it. A store that accepts the second create
+    /// (or cannot do conditional creates at all) is refused with a clear error instead of
+    /// silently losing data to a stale writer.
+    pub async fn check_conditional_create(&self) -> Result<()> {
+        if !self.needs_create_check {
+            return Ok(());
+        }
+        self.create_check
+            .get_or_try_init(|| async {
+                let probe = self
+                    .root
+                    .clone()
+                    .join(MEM_WAL_DIR)
+                    .join(".create-probe")
+                    .join(uuid::Uuid::new_v4().to_string().as_str());
+                let unsafe_store = |why: String| {
+                    Error::invalid(format!(
+                        "the object store at {} cannot be used by a writer: {why}. memwal needs conditional create (put-if-not-exists, e.g. S3 `If-None-Match: *`) to fence stale writers; use a store that supports it (AWS S3, GCS, Azure, or an S3-compatible server with conditional writes)",
+                        self.location
+                    ))
+                };
+                let first = self
+                    .put_if_absent(&probe, Bytes::from_static(b"1"))
+                    .await
+                    .map_err(|e| match e {
+                        object_store::Error::NotImplemented { .. } => {
+                            unsafe_store(format!("it does not implement conditional create ({e})"))
+                        }
+                        e => Error::io(format!("probing conditional create at {}", self.location), e),
+                    })?;
+                let second = self
+                    .put_if_absent(&probe, Bytes::from_static(b"2"))
+                    .await
+                    .map_err(|e| Error::io(format!("probing conditional create at {}", self.location), e))?;
+                let _ = self.object_store.delete(&probe).await;
+                match (first, second) {
+                    (CreateOutcome::Created, CreateOutcome::AlreadyExists) => Ok(()),
+                    _ => Err(unsafe_store(
+                        "it overwrote an existing object on a create-if-absent put".to_string(),
+                    )),
+                }
+            })
+            .await
+            .map(|_| ())
     }
 
     /// The fault controller of this store (all faults off by default).
@@ -366,6 +443,61 @@ impl ShardPaths {
     }
 }
 
+/// Object stores off the local disk, through `object_store`'s backends.
+mod cloud {
+    use super::*;
+
+    fn bad_option(e: object_store::Error) -> Error {
+        Error::invalid(format!("invalid storage option: {e}"))
+    }
+
+    /// `scheme://bucket/prefix` with `options` (object_store configuration keys).
+    pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Result<Store> {
+        let url = url::Url::parse(uri)
+            .map_err(|e| Error::invalid(format!("location {uri} is not a valid URI: {e}")))?;
+        let root = Path::from_url_path(url.path())
+            .map_err(|e| Error::invalid(format!("location {uri} has an invalid path: {e}")))?;
+        let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme {
+            #[cfg(feature = "s3")]
+            "s3" | "s3a" => {
+                use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+                let mut b = AmazonS3Builder::from_env().with_url(uri);
+                for (k, v) in options {
+                    b = b.with_config(k.parse::<AmazonS3ConfigKey>().map_err(bad_option)?, v);
+                }
+                b.build().map(|s| Arc::new(s) as _)
+            }
+            #[cfg(feature = "gcs")]
+            "gs" => {
+                use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+                let mut b = GoogleCloudStorageBuilder::from_env().with_url(uri);
+                for (k, v) in options {
+                    b = b.with_config(k.parse::<GoogleConfigKey>().map_err(bad_option)?, v);
+                }
+                b.build().map(|s| Arc::new(s) as _)
+            }
+            #[cfg(feature = "azure")]
+            "az" | "azure" | "abfs" | "abfss" => {
+                use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+                let mut b = MicrosoftAzureBuilder::from_env().with_url(uri);
+                for (k, v) in options {
+                    b = b.with_config(k.parse::<AzureConfigKey>().map_err(bad_option)?, v);
+                }
+                b.build().map(|s| Arc::new(s) as _)
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "`{other}://` locations need memwal built with that object store's feature"
+                )));
+            }
+        };
+        let object_store = built.map_err(|e| {
+            Error::invalid(format!("cannot configure the object store for {uri}: {e}"))
+        })?;
+        Ok(Store::from_object_store(object_store, root, uri))
+    }
+}
+
 /// File name of a generation's data inside its directory.
 pub const GENERATION_FILE_NAME: &str = "data.parquet";
 
@@ -460,6 +592,112 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::from_uri(&format!("file://{}", dir.path().display())).unwrap();
         assert!(s.location().contains(dir.path().to_str().unwrap()));
+    }
+
+    /// An object store that ignores put-if-not-exists (like S3 servers without conditional
+    /// writes): every create overwrites.
+    #[derive(Debug)]
+    struct IgnoresCreate(InMemory);
+
+    impl fmt::Display for IgnoresCreate {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "IgnoresCreate")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for IgnoresCreate {
+        async fn put_opts(
+            &self,
+            location: &Path,
+            payload: PutPayload,
+            _opts: PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            self.0.put(location, payload).await
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: object_store::PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+            self.0.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(
+            &self,
+            location: &Path,
+            options: object_store::GetOptions,
+        ) -> object_store::Result<object_store::GetResult> {
+            self.0.get_opts(location, options).await
+        }
+        fn delete_stream(
+            &self,
+            locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+            self.0.delete_stream(locations)
+        }
+        fn list(
+            &self,
+            prefix: Option<&Path>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.0.list(prefix)
+        }
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&Path>,
+        ) -> object_store::Result<object_store::ListResult> {
+            self.0.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(
+            &self,
+            from: &Path,
+            to: &Path,
+            options: object_store::CopyOptions,
+        ) -> object_store::Result<()> {
+            self.0.copy_opts(from, to, options).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_without_conditional_create_is_refused() {
+        let store = Store::from_object_store(
+            Arc::new(IgnoresCreate(InMemory::new())),
+            Path::default(),
+            "s3://no-conditional-writes",
+        );
+        let e = store.check_conditional_create().await.unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("conditional create"), "{e}");
+        assert!(e.to_string().contains("s3://no-conditional-writes"), "{e}");
+        // A store that honours it passes, once.
+        let good = Store::from_object_store(Arc::new(InMemory::new()), Path::default(), "ok");
+        good.check_conditional_create().await.unwrap();
+        good.check_conditional_create().await.unwrap();
+        assert!(
+            good.list(&Path::default()).await.unwrap().is_empty(),
+            "the probe is removed"
+        );
+    }
+
+    #[test]
+    fn cloud_locations_parse_with_options() {
+        let s = Store::from_uri_with(
+            "s3://bucket/some/prefix",
+            &[
+                ("region".into(), "us-east-1".into()),
+                ("endpoint".into(), "http://127.0.0.1:9".into()),
+                ("allow_http".into(), "true".into()),
+                ("access_key_id".into(), "k".into()),
+                ("secret_access_key".into(), "s".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.location(), "s3://bucket/some/prefix");
+        assert_eq!(s.root.as_ref(), "some/prefix");
+        let e =
+            Store::from_uri_with("s3://bucket", &[("no_such_key".into(), "1".into())]).unwrap_err();
+        assert!(e.to_string().contains("no_such_key"), "{e}");
+        let e = Store::from_uri_with("/tmp/x", &[("region".into(), "x".into())]).unwrap_err();
+        assert!(e.to_string().contains("storage options"), "{e}");
     }
 
     #[tokio::test]

@@ -234,6 +234,7 @@ impl ShardWriter {
                 "schema has no fields; a shard needs at least one column",
             ));
         }
+        store.check_conditional_create().await?;
         let shard_id = config.shard_id.unwrap_or_else(Uuid::new_v4);
         let paths = store.shard_paths(shard_id);
         let manifests = ManifestStore::new(store.clone(), paths.clone());
