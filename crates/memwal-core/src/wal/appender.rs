@@ -7,7 +7,8 @@
 //!   internally). Read it back: if it holds exactly our bytes, the append succeeded (the bytes
 //!   carry our epoch, and a writer never sends two different entries to one slot, so nobody
 //!   else can have written them). This resolves the ambiguity Lance reports as
-//!   `PersistenceFailure` (reference §3.2).
+//!   `PersistenceFailure` (reference §3.2). A read-back that fails resolves nothing: it is
+//!   retried like a failed put (same slot, same budget), never taken for someone else's entry.
 //! - **slot taken** otherwise: read the manifest. A higher epoch means a successor fenced us:
 //!   `PeerClaimedEpoch`. A fence sentinel of a lower epoch is skipped: a writer that claimed
 //!   just before us and lost the open race can write its sentinel after ours (its open then
@@ -114,9 +115,13 @@ impl WalAppender {
         }
     }
 
-    /// Whether the slot at `path` holds exactly `bytes` (a failed read counts as no).
-    async fn holds(&self, path: &object_store::path::Path, bytes: &Bytes) -> bool {
-        matches!(self.store.get(path).await, Ok(Some(existing)) if existing == *bytes)
+    /// Whether the slot at `path` holds exactly `bytes`; `Err` if it could not be read.
+    async fn holds(
+        &self,
+        path: &object_store::path::Path,
+        bytes: &Bytes,
+    ) -> object_store::Result<bool> {
+        Ok(matches!(self.store.get(path).await?, Some(existing) if existing == *bytes))
     }
 
     async fn append_encoded(&mut self, bytes: Bytes) -> Result<u64> {
@@ -136,13 +141,32 @@ impl WalAppender {
                     return Ok(position);
                 }
                 Ok(CreateOutcome::AlreadyExists) => {
-                    if self.holds(&path, &bytes).await {
-                        // An earlier attempt of ours landed and only its response was lost
-                        // (ours, or one retried inside the object store client, which then
-                        // reports the slot as taken). The entry's bytes name our epoch, so no
-                        // other writer can have written exactly them: the append succeeded.
-                        self.next_position = position + 1;
-                        return Ok(position);
+                    match self.holds(&path, &bytes).await {
+                        Ok(true) => {
+                            // An earlier attempt of ours landed and only its response was
+                            // lost (ours, or one retried inside the object store client, which
+                            // then reports the slot as taken). The entry's bytes name our
+                            // epoch, so no other writer can have written exactly them: the
+                            // append succeeded.
+                            self.next_position = position + 1;
+                            return Ok(position);
+                        }
+                        Ok(false) => {}
+                        Err(e) => {
+                            // The slot may hold our own write: until it can be read back the
+                            // outcome is unknown, never a fence. Retry like a failed put.
+                            if failed_attempts >= self.retry.max_retries {
+                                return Err(Error::persistence_failure(
+                                    format!(
+                                        "WAL position {position} for shard {shard} is taken and could not be read back after {failed_attempts} retries, so whether it holds this entry is unknown; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
+                                    ),
+                                    Some(std::sync::Arc::new(e)),
+                                ));
+                            }
+                            failed_attempts += 1;
+                            tokio::time::sleep(self.retry.delay(failed_attempts)).await;
+                            continue;
+                        }
                     }
                     if let Some(fence) = self.successor_fence().await {
                         return Err(fence);
