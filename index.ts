@@ -201,11 +201,17 @@ export class StoreFaults {
    * until {@link StoreFaults.recover}.
    */
   failWalPuts(n: number): void {
+    if (typeof n !== 'number') {
+      throw new InvalidArgumentError(`failWalPuts(n) expects a number (a count or Infinity), got ${describe(n)}`)
+    }
     callSync(() => this.#native.failWalPuts(n))
   }
 
   /** When on, a failing WAL put lands in the store before its error is returned. */
   setLostAck(on: boolean): void {
+    if (typeof on !== 'boolean') {
+      throw new InvalidArgumentError(`setLostAck(on) expects a boolean, got ${describe(on)}`)
+    }
     callSync(() => this.#native.setLostAck(on))
   }
 
@@ -458,11 +464,12 @@ function encode(data: unknown): Encoded {
     if (data.length === 0) {
       throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
     }
-    data.forEach((b, i) => {
-      if (!(b instanceof RecordBatch)) {
-        throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(b)}`)
+    // An index loop, not forEach: forEach skips the holes of a sparse array.
+    for (let i = 0; i < data.length; i++) {
+      if (!(data[i] instanceof RecordBatch)) {
+        throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(data[i])}`)
       }
-    })
+    }
     const batches = data as RecordBatch[]
     const first = batches[0]!.schema
     batches.forEach((b, i) => {
@@ -954,6 +961,9 @@ export interface ShardOptions {
 function shardIdOf(options: unknown): string {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== 'shardId') throw new InvalidArgumentError(`unknown option \`${key}\`; known options: shardId`)
   }
   const id = (options as { shardId?: unknown }).shardId
   requireString('options.shardId', id)

@@ -40,10 +40,18 @@ pub fn decode_stream(bytes: bytes::Bytes) -> napi::Result<(SchemaRef, Vec<Record
 }
 
 /// Decodes a schema sent as an IPC stream (schema message, no batches needed).
+///
+/// `index.ts` encodes these bytes from an apache-arrow `Schema` itself, so bytes that do not
+/// decode mean the `Schema` (or the `Table` holding it) came from a second copy of
+/// apache-arrow, whose type objects the first copy's encoder mis-encodes: say so.
 pub fn decode_schema(bytes: &[u8]) -> napi::Result<SchemaRef> {
     arrow_ipc::reader::StreamReader::try_new(Cursor::new(bytes), None)
         .map(|r| r.schema())
-        .map_err(|e| invalid(format!("schema is not a valid Arrow schema: {e}")))
+        .map_err(|e| {
+            invalid(format!(
+                "schema is not a valid Arrow schema ({e}). This happens when two copies of apache-arrow are installed and the Schema or Table comes from the other one. Align apache-arrow to ^21.2 (`npm ls apache-arrow`), or pass IPC bytes from the caller's own tableToIPC(table, 'stream')"
+            ))
+        })
 }
 
 /// Encodes `batches` (possibly none) with `schema` as one IPC stream.

@@ -91,9 +91,14 @@ impl NativeWalTailer {
     /// The entry at `position`, or null.
     #[napi(catch_unwind)]
     pub async fn read(&self, position: f64) -> napi::Result<Option<NativeWalEntry>> {
-        if !(position.is_finite() && position >= 1.0 && position.fract() == 0.0) {
+        // Past 2^53 - 1 a JS number no longer names one integer (and `as u64` would saturate).
+        if !(position.is_finite()
+            && position >= 1.0
+            && position.fract() == 0.0
+            && position <= 9_007_199_254_740_991.0)
+        {
             return Err(invalid(format!(
-                "read(position): position must be an integer >= 1, got {position}"
+                "read(position): position must be an integer from 1 to 9007199254740991, got {position}"
             )));
         }
         let Some(e) = self.inner.read(position as u64).await.napi()? else {
