@@ -635,6 +635,12 @@ function makeReadOnly(t: ExecutionContext, dirs: string[]): { mode: ReadOnlyMode
       execFileSync('chattr', ['+i', ...dirs], { stdio: 'ignore' })
       mode = 'immutable'
     } catch {
+      // Undo whatever part of it took effect (if chattr exists at all) before falling back.
+      try {
+        execFileSync('chattr', ['-f', '-i', ...dirs], { stdio: 'ignore' })
+      } catch {
+        // nothing was set
+      }
       mode = 'not-a-directory'
     }
   }
@@ -661,10 +667,10 @@ function makeReadOnly(t: ExecutionContext, dirs: string[]): { mode: ReadOnlyMode
 
 const WRITE_DENIED = /Permission denied|Operation not permitted|Not a directory/
 
-/** Every directory of a local store holding one shard. */
+/** Every directory of a local store holding one shard (`_mem_wal` first: see makeReadOnly). */
 function storeDirs(dir: string, shardId: string): string[] {
   const shard = join(dir, '_mem_wal', shardId)
-  return [dir, join(dir, '_mem_wal'), shard, join(shard, 'manifest'), join(shard, 'wal')]
+  return [join(dir, '_mem_wal'), shard, join(shard, 'manifest'), join(shard, 'wal'), dir]
 }
 
 test('in a read-only directory a writer cannot open (IO) and claims nothing, while readers still read', async (t) => {
