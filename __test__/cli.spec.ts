@@ -94,7 +94,9 @@ test('bad command lines exit 2 with one clear line, not a stack', async (t) => {
     [['scan', workDir, '--shard', 'x', '--format', 'xml'], /expected one of table, json, csv/],
     [['scan', workDir, '--shard', 'x', '--limit', '-1'], /'--limit <n>' argument '-1' is invalid/],
     [['demo', workDir, '--rows', '0'], /'--rows <n>' argument '0' is invalid/],
-    [['inspect', 's3://bucket/data'], /^memwal: INVALID_ARGUMENT: unsupported location scheme/m],
+    [['inspect', 'gopher://bucket/data'], /^memwal: INVALID_ARGUMENT: unsupported location scheme/m],
+    // No credentials in the environment: refused before any request (none leaves the machine).
+    [['inspect', 's3://bucket/data'], /^memwal: INVALID_ARGUMENT: no credentials for s3:\/\/bucket\/data/m],
   ]
   for (const [args, message] of cases) {
     const r = await memwal(...args)

@@ -444,11 +444,75 @@ impl ShardPaths {
 }
 
 /// Object stores off the local disk, through `object_store`'s backends.
+///
+/// Options are `object_store` configuration keys (`allow_http`), or the same in camelCase
+/// (`allowHttp`), as the JavaScript API passes them. They override the environment (each
+/// builder starts `from_env`).
+///
+/// memwal adds three options of its own: `instance_credentials` (below), and, as in Lance,
+/// `client_max_retries` and `client_retry_timeout` (seconds): how often and how long the
+/// client retries one request (503, 500, a reset connection) before memwal sees the error.
+///
+/// # Credentials
+/// Every backend falls back to the cloud's instance metadata service (a link-local address)
+/// when no credentials are configured. memwal does not let that happen silently: a location
+/// with no credential source fails at once with an error saying what to set, unless the
+/// caller opts in with the memwal option `instance_credentials` (`instanceCredentials`). So a
+/// misconfigured process fails fast instead of timing out against an address that is not
+/// there, and tests never reach beyond the machine.
 mod cloud {
     use super::*;
 
-    fn bad_option(e: object_store::Error) -> Error {
-        Error::invalid(format!("invalid storage option: {e}"))
+    /// memwal's own option: use the instance's (or pod's) credentials from the metadata service.
+    const INSTANCE_CREDENTIALS: &str = "instance_credentials";
+    /// memwal's own option (as in Lance): retries of one request inside the object store
+    /// client (default 10), before memwal's own WAL retries (`max_wal_persist_retries`).
+    const CLIENT_MAX_RETRIES: &str = "client_max_retries";
+    /// memwal's own option (as in Lance): seconds after which the client stops retrying one
+    /// request (default 180).
+    const CLIENT_RETRY_TIMEOUT: &str = "client_retry_timeout";
+
+    fn parse_uint(key: &str, value: &str) -> Result<u64> {
+        value.parse::<u64>().map_err(|_| {
+            Error::invalid(format!(
+                "invalid storage option `{key}`: expected a non-negative integer, got {value:?}"
+            ))
+        })
+    }
+
+    /// `allowHttp` → `allow_http`; snake_case keys are unchanged.
+    pub(super) fn option_key(key: &str) -> String {
+        let mut out = String::with_capacity(key.len() + 4);
+        for c in key.chars() {
+            if c.is_ascii_uppercase() {
+                out.push('_');
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn unknown_option(scheme: &str, key: &str, snake: &str, known: &str) -> Error {
+        let also = if snake != key {
+            format!(" (object_store key `{snake}`)")
+        } else {
+            String::new()
+        };
+        Error::invalid(format!(
+            "unknown storage option `{key}`{also} for {scheme}:// locations; known options include {known}, and every other object_store configuration key of that store"
+        ))
+    }
+
+    fn no_credentials(uri: &str, how: &str) -> Error {
+        Error::invalid(format!(
+            "no credentials for {uri}: {how}. To use the credentials of the machine's role from the cloud's metadata service instead (EC2 instance profile, GCE service account, Azure managed identity), pass the storage option instanceCredentials: true"
+        ))
+    }
+
+    fn is_set(v: Option<String>) -> bool {
+        v.is_some_and(|v| !v.is_empty() && v != "false")
     }
 
     /// `scheme://bucket/prefix` with `options` (object_store configuration keys).
@@ -457,31 +521,132 @@ mod cloud {
             .map_err(|e| Error::invalid(format!("location {uri} is not a valid URI: {e}")))?;
         let root = Path::from_url_path(url.path())
             .map_err(|e| Error::invalid(format!("location {uri} has an invalid path: {e}")))?;
+        let mut instance_credentials = false;
+        let mut retry = object_store::RetryConfig::default();
+        let mut config: Vec<(&str, String, &str)> = Vec::with_capacity(options.len());
+        for (key, value) in options {
+            let snake = option_key(key);
+            if snake == CLIENT_MAX_RETRIES {
+                retry.max_retries = parse_uint(key, value)? as usize;
+            } else if snake == CLIENT_RETRY_TIMEOUT {
+                retry.retry_timeout = std::time::Duration::from_secs(parse_uint(key, value)?);
+            } else if snake == INSTANCE_CREDENTIALS {
+                instance_credentials = match value.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(Error::invalid(format!(
+                            "invalid storage option `{key}`: expected true or false, got {other:?}"
+                        )));
+                    }
+                };
+            } else {
+                config.push((key.as_str(), snake, value.as_str()));
+            }
+        }
         let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme {
             #[cfg(feature = "s3")]
             "s3" | "s3a" => {
-                use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-                let mut b = AmazonS3Builder::from_env().with_url(uri);
-                for (k, v) in options {
-                    b = b.with_config(k.parse::<AmazonS3ConfigKey>().map_err(bad_option)?, v);
+                use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey as K};
+                let mut b = AmazonS3Builder::from_env().with_url(uri).with_retry(retry);
+                for (key, snake, value) in &config {
+                    let k = snake.parse::<K>().map_err(|_| {
+                        unknown_option(
+                            scheme,
+                            key,
+                            snake,
+                            "region, endpoint, allowHttp, accessKeyId, secretAccessKey, sessionToken, virtualHostedStyleRequest",
+                        )
+                    })?;
+                    b = b.with_config(k, *value);
+                }
+                let has_credentials = [
+                    K::AccessKeyId,
+                    K::WebIdentityTokenFile,
+                    K::ContainerCredentialsRelativeUri,
+                    K::ContainerCredentialsFullUri,
+                    K::SkipSignature,
+                    K::MetadataEndpoint,
+                ]
+                .iter()
+                .any(|k| is_set(b.get_config_value(k)));
+                if !has_credentials && !instance_credentials {
+                    return Err(no_credentials(
+                        uri,
+                        "pass the storage options accessKeyId and secretAccessKey (and sessionToken for temporary credentials), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE or AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                    ));
                 }
                 b.build().map(|s| Arc::new(s) as _)
             }
             #[cfg(feature = "gcs")]
             "gs" => {
-                use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-                let mut b = GoogleCloudStorageBuilder::from_env().with_url(uri);
-                for (k, v) in options {
-                    b = b.with_config(k.parse::<GoogleConfigKey>().map_err(bad_option)?, v);
+                use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey as K};
+                let mut b = GoogleCloudStorageBuilder::from_env()
+                    .with_url(uri)
+                    .with_retry(retry);
+                for (key, snake, value) in &config {
+                    let k = snake.parse::<K>().map_err(|_| {
+                        unknown_option(
+                            scheme,
+                            key,
+                            snake,
+                            "serviceAccount (a key file path), serviceAccountKey (the key as JSON), applicationCredentials",
+                        )
+                    })?;
+                    b = b.with_config(k, *value);
+                }
+                let has_credentials = [
+                    K::ServiceAccount,
+                    K::ServiceAccountKey,
+                    K::ApplicationCredentials,
+                    K::SkipSignature,
+                ]
+                .iter()
+                .any(|k| is_set(b.get_config_value(k)))
+                    || gcloud_default_credentials_exist();
+                if !has_credentials && !instance_credentials {
+                    return Err(no_credentials(
+                        uri,
+                        "pass the storage option serviceAccount (a key file path) or serviceAccountKey (the key as JSON), set GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`",
+                    ));
                 }
                 b.build().map(|s| Arc::new(s) as _)
             }
             #[cfg(feature = "azure")]
             "az" | "azure" | "abfs" | "abfss" => {
-                use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-                let mut b = MicrosoftAzureBuilder::from_env().with_url(uri);
-                for (k, v) in options {
-                    b = b.with_config(k.parse::<AzureConfigKey>().map_err(bad_option)?, v);
+                use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
+                let mut b = MicrosoftAzureBuilder::from_env()
+                    .with_url(uri)
+                    .with_retry(retry);
+                for (key, snake, value) in &config {
+                    let k = snake.parse::<K>().map_err(|_| {
+                        unknown_option(
+                            scheme,
+                            key,
+                            snake,
+                            "accountName, accessKey, sasKey, clientId, clientSecret, tenantId, endpoint",
+                        )
+                    })?;
+                    b = b.with_config(k, *value);
+                }
+                let has_credentials = [
+                    K::AccessKey,
+                    K::SasKey,
+                    K::Token,
+                    K::ClientSecret,
+                    K::FederatedTokenFile,
+                    K::UseAzureCli,
+                    K::UseEmulator,
+                    K::SkipSignature,
+                    K::MsiEndpoint,
+                ]
+                .iter()
+                .any(|k| is_set(b.get_config_value(k)));
+                if !has_credentials && !instance_credentials {
+                    return Err(no_credentials(
+                        uri,
+                        "pass the storage options accountName and accessKey (or sasKey, or clientId, clientSecret and tenantId), or set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY",
+                    ));
                 }
                 b.build().map(|s| Arc::new(s) as _)
             }
@@ -495,6 +660,16 @@ mod cloud {
             Error::invalid(format!("cannot configure the object store for {uri}: {e}"))
         })?;
         Ok(Store::from_object_store(object_store, root, uri))
+    }
+
+    /// Whether gcloud's application-default credentials file exists (object_store reads it).
+    #[cfg(feature = "gcs")]
+    fn gcloud_default_credentials_exist() -> bool {
+        std::env::var_os("HOME").is_some_and(|home| {
+            std::path::Path::new(&home)
+                .join(".config/gcloud/application_default_credentials.json")
+                .exists()
+        })
     }
 }
 
@@ -698,6 +873,127 @@ mod tests {
         assert!(e.to_string().contains("no_such_key"), "{e}");
         let e = Store::from_uri_with("/tmp/x", &[("region".into(), "x".into())]).unwrap_err();
         assert!(e.to_string().contains("storage options"), "{e}");
+    }
+
+    #[test]
+    fn storage_options_may_be_camel_case() {
+        assert_eq!(cloud::option_key("allowHttp"), "allow_http");
+        assert_eq!(cloud::option_key("accessKeyId"), "access_key_id");
+        assert_eq!(cloud::option_key("allow_http"), "allow_http");
+        let opts = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let s = Store::from_uri_with(
+            "s3://bucket/p",
+            &opts(&[
+                ("region", "us-east-1"),
+                ("endpoint", "http://127.0.0.1:9"),
+                ("allowHttp", "true"),
+                ("accessKeyId", "k"),
+                ("secretAccessKey", "s"),
+                ("sessionToken", "t"),
+                ("virtualHostedStyleRequest", "false"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.location(), "s3://bucket/p");
+        let e = Store::from_uri_with(
+            "s3://bucket",
+            &opts(&[("fooBar", "1"), ("accessKeyId", "k")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("`fooBar`"), "{e}");
+        assert!(e.to_string().contains("`foo_bar`"), "{e}");
+        let e = Store::from_uri_with(
+            "s3://bucket",
+            &opts(&[("allowHttp", "yes"), ("accessKeyId", "k")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{e}");
+    }
+
+    /// No network: without credentials every backend would ask the cloud's metadata service;
+    /// memwal refuses before building a client, unless asked to use instance credentials.
+    #[test]
+    fn cloud_locations_without_credentials_are_refused_with_what_to_set() {
+        if [
+            "AWS_ACCESS_KEY_ID",
+            "GOOGLE_SERVICE_ACCOUNT",
+            "AZURE_STORAGE_ACCOUNT_KEY",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+        {
+            return; // the environment supplies credentials
+        }
+        for (uri, hint) in [
+            ("s3://bucket/prefix", "accessKeyId"),
+            ("gs://bucket/prefix", "serviceAccount"),
+            ("az://container/prefix", "accountName"),
+        ] {
+            let opts: &[(String, String)] = if uri.starts_with("az") {
+                &[("accountName".to_string(), "acct".to_string())]
+            } else {
+                &[]
+            };
+            let e = Store::from_uri_with(uri, opts).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{uri}: {e}");
+            let m = e.to_string();
+            assert!(m.contains("no credentials for"), "{m}");
+            assert!(m.contains(uri), "{m}");
+            assert!(m.contains(hint), "{m}");
+            assert!(m.contains("instanceCredentials"), "{m}");
+            // Opting in builds the store (credentials are only fetched on first use).
+            let mut with = opts.to_vec();
+            with.push(("instanceCredentials".into(), "true".into()));
+            let s = Store::from_uri_with(uri, &with).unwrap();
+            assert_eq!(s.location(), uri);
+        }
+        let e = Store::from_uri_with(
+            "s3://bucket",
+            &[("instanceCredentials".into(), "maybe".into())],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("expected true or false"), "{e}");
+        let e = Store::from_uri_with(
+            "s3://bucket",
+            &[
+                ("accessKeyId".into(), "k".into()),
+                ("clientMaxRetries".into(), "-1".into()),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`clientMaxRetries`"), "{e}");
+        Store::from_uri_with(
+            "s3://bucket",
+            &[
+                ("accessKeyId".into(), "k".into()),
+                ("secretAccessKey".into(), "s".into()),
+                ("client_max_retries".into(), "2".into()),
+                ("clientRetryTimeout".into(), "30".into()),
+            ],
+        )
+        .unwrap();
+        // GCS and Azure take their keys in camelCase too.
+        Store::from_uri_with(
+            "gs://bucket/p",
+            &[("serviceAccountKey".into(), "{}".into())],
+        )
+        .map(|_| ())
+        .unwrap_or_else(|e| assert!(!e.to_string().contains("unknown storage option"), "{e}"));
+        let s = Store::from_uri_with(
+            "az://container/p",
+            &[
+                ("accountName".into(), "acct".into()),
+                ("accessKey".into(), "a2V5".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.root.as_ref(), "p");
     }
 
     #[tokio::test]
