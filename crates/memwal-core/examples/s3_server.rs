@@ -1,0 +1,72 @@
+//! An S3-compatible server on 127.0.0.1 for the JavaScript tests and the S3 benchmark: the
+//! Rust tests' in-process server (`tests/support/s3.rs`, s3s-fs with conditional create) as a
+//! process.
+//!
+//! ```text
+//! cargo run -p memwal-core --example s3_server -- <dir> [--port N] [--no-conditional-writes]
+//! ```
+//!
+//! Serves `<dir>` (bucket `memwal` is its subdirectory) and prints one JSON line on stdout with
+//! what a client needs: `{"endpoint", "port", "bucket", "region", "accessKeyId",
+//! "secretAccessKey"}`. It exits when its standard input closes (so it dies with the process
+//! that spawned it) or on a signal. `--no-conditional-writes` makes PutObject ignore
+//! `If-None-Match`, like a store memwal must refuse.
+
+#[path = "../tests/support/s3.rs"]
+mod s3;
+
+use std::io::Read;
+use std::path::PathBuf;
+
+fn usage() -> ! {
+    eprintln!("usage: s3_server <dir> [--port N] [--no-conditional-writes]");
+    std::process::exit(2)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let mut dir: Option<PathBuf> = None;
+    let mut port = 0u16;
+    let mut conditional = true;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" => {
+                port = args
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
+            "--no-conditional-writes" => conditional = false,
+            "-h" | "--help" => usage(),
+            _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
+            _ => usage(),
+        }
+    }
+    let dir = dir.unwrap_or_else(|| usage());
+    let server = s3::S3Server::start_in(&dir, port)
+        .await
+        .unwrap_or_else(|e| {
+            eprintln!("s3_server: cannot serve {}: {e}", dir.display());
+            std::process::exit(1)
+        });
+    server.faults().set_ignore_conditional_writes(!conditional);
+    println!(
+        "{{\"endpoint\":\"{}\",\"port\":{},\"bucket\":\"{}\",\"region\":\"{}\",\"accessKeyId\":\"{}\",\"secretAccessKey\":\"{}\"}}",
+        server.endpoint(),
+        server.port(),
+        s3::BUCKET,
+        s3::REGION,
+        s3::ACCESS_KEY,
+        s3::SECRET_KEY
+    );
+    // Exit with the parent: a blocking read of stdin returns when it closes.
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 64];
+        while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+    drop(server);
+}

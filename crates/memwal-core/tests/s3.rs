@@ -1,0 +1,409 @@
+//! memwal on S3: the core's fencing, failure, replay and seed-regression scenarios against an
+//! in-process S3-compatible server (`support/s3.rs`: s3s-fs on 127.0.0.1, conditional create
+//! honoured), through `object_store`'s AWS client exactly as a user's `s3://` location is.
+//!
+//! The retry tests inject the failures a real S3 shows (503, 500, connection resets) on the
+//! server side, below `object_store`'s own retries, and check the outcomes of reference §3.2:
+//! the writer never fences itself over its own write, never writes an entry twice, and every
+//! acknowledged put is in the WAL exactly once.
+
+#[path = "support/s3.rs"]
+mod s3_server;
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use memwal_core::{ErrorCode, FenceReason, ShardWriter, Store, WriterConfig};
+use s3_server::{S3Fault, S3Server};
+use support::*;
+
+const WAL_KEYS: &str = "/wal/";
+
+fn assert_peer_claimed(e: &memwal_core::Error) {
+    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
+    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("Writer fenced (peer claimed epoch): "),
+        "{e}"
+    );
+}
+
+/// Every acknowledged id is recovered exactly once, and nothing else is.
+async fn assert_acked_recovered_once(shard: &Shard, acked: &[i32]) {
+    let got = shard.recovered_ids().await;
+    let set: HashSet<i32> = got.iter().copied().collect();
+    assert_eq!(set.len(), got.len(), "duplicate ids recovered: {got:?}");
+    let want: HashSet<i32> = acked.iter().copied().collect();
+    assert_eq!(set, want, "recovered ids differ from acknowledged ones");
+}
+
+/// The WAL holds every row at most once (no entry was written twice).
+async fn assert_wal_has_no_duplicate_rows(shard: &Shard) {
+    let t = shard.tailer().await;
+    let n = t.next_position().await.unwrap();
+    let mut seen = HashSet::new();
+    for p in 1..n {
+        let e = t.read(p).await.unwrap().expect("gap-free WAL");
+        for id in ids(&e.batches) {
+            assert!(
+                seen.insert(id),
+                "id {id} is in the WAL twice (position {p})"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_s3_location_round_trips_rows_through_the_wal_and_a_generation() {
+    let server = S3Server::start().await;
+    let store = server.store("tables/events");
+    let shard = Shard::new(&store);
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1, 2])]).await.unwrap();
+    w.force_seal_active().await.unwrap();
+    w.wait_for_flush_drain().await.unwrap();
+    w.put(vec![batch([3])]).await.unwrap();
+    assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2, 3]);
+    w.close().await.unwrap();
+    shard.assert_recovered([1, 2, 3]).await;
+    assert_eq!(store.list_shards().await.unwrap(), vec![shard.id]);
+    // The objects sit under the URI's prefix, in the Lance layout.
+    let wal_dir = server
+        .root()
+        .join(s3_server::BUCKET)
+        .join("tables/events/_mem_wal")
+        .join(shard.id.to_string())
+        .join("wal");
+    assert!(wal_dir.is_dir(), "{}", wal_dir.display());
+}
+
+// The seed report's regression (reference §8.1 scenarios 1-2) on S3; see `durability.rs`.
+#[tokio::test]
+async fn durable_put_does_not_alias_across_memtable_generations() {
+    let server = S3Server::start().await;
+    let store = server.store("seed");
+    let shard = Shard::new(&store);
+    let a = shard.open(durable()).await;
+    a.put(vec![batch([1])]).await.unwrap();
+    let g = a.memtable_stats().unwrap().generation;
+    a.force_seal_active().await.unwrap();
+    a.wait_for_flush_drain().await.unwrap();
+    assert_eq!(a.memtable_stats().unwrap().generation, g + 1);
+
+    // The successor is another process: its own client of the same bucket.
+    let b = Shard {
+        store: server.store("seed"),
+        id: shard.id,
+    }
+    .open(durable())
+    .await;
+    assert!(b.epoch() > a.epoch());
+
+    let e = a.put(vec![batch([2])]).await.unwrap_err();
+    assert_peer_claimed(&e);
+    assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
+    b.close().await.unwrap();
+    shard.assert_recovered([1]).await;
+}
+
+#[tokio::test]
+async fn a_second_writer_replays_the_first_and_fences_it() {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("fence"));
+    let a = shard.open(durable()).await;
+    a.put(vec![batch([1, 2])]).await.unwrap();
+    a.put(vec![batch([3])]).await.unwrap();
+    let b = Shard {
+        store: server.store("fence"),
+        id: shard.id,
+    }
+    .open(durable())
+    .await;
+    assert_eq!(ids(&b.scan().await.unwrap()), vec![1, 2, 3]);
+    assert_eq!(b.wal_stats().fence_sentinel_position, Some(3));
+    assert_peer_claimed(&a.put(vec![batch([4])]).await.unwrap_err());
+    assert_peer_claimed(&a.check_fenced().await.unwrap_err());
+    b.put(vec![batch([5])]).await.unwrap();
+    b.close().await.unwrap();
+    assert_peer_claimed(&a.close().await.unwrap_err());
+    shard.assert_recovered([1, 2, 3, 5]).await;
+}
+
+#[tokio::test]
+async fn concurrent_opens_of_one_shard_on_s3_claim_distinct_epochs() {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("race"));
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([0])]).await.unwrap();
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let s = Shard {
+                store: server.store("race"),
+                id: shard.id,
+            };
+            tokio::spawn(async move { s.try_open(durable()).await })
+        })
+        .collect();
+    let mut writers = Vec::new();
+    for o in opens {
+        if let Ok(w) = o.await.unwrap() {
+            writers.push(w);
+        }
+    }
+    assert!(!writers.is_empty(), "some open wins");
+    let epochs: HashSet<u64> = writers.iter().map(|w| w.epoch()).collect();
+    assert_eq!(epochs.len(), writers.len(), "distinct epochs");
+    // Only the highest epoch may write; every other writer is fenced on its next put.
+    writers.sort_by_key(|w| w.epoch());
+    let top = writers.pop().unwrap();
+    for (i, w) in writers.iter().enumerate() {
+        assert_peer_claimed(&w.put(vec![batch([100 + i as i32])]).await.unwrap_err());
+    }
+    assert_peer_claimed(&w.put(vec![batch([99])]).await.unwrap_err());
+    top.put(vec![batch([1])]).await.unwrap();
+    top.close().await.unwrap();
+    shard.assert_recovered([0, 1]).await;
+}
+
+// Reference §8 replay scenarios, on S3: a crash keeps durable rows (from the generation and
+// the WAL tail) and a reopen replays them once.
+#[tokio::test]
+async fn replay_after_a_crash_recovers_generations_and_the_wal_tail() {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("replay"));
+    let config = WriterConfig {
+        max_memtable_batches: 4,
+        ..durable()
+    };
+    let w = shard.open(config.clone()).await;
+    for i in 0..10 {
+        w.put(vec![batch([i])]).await.unwrap();
+    }
+    w.wait_for_flush_drain().await.unwrap();
+    w.abort().await.unwrap(); // a crash: no final flush
+    let m = shard.manifest().await;
+    assert!(
+        !m.flushed_generations.is_empty(),
+        "rotations flushed generations"
+    );
+    let again = shard.open(config.clone()).await;
+    assert_eq!(
+        ids(&again.scan().await.unwrap()),
+        (0..10).collect::<Vec<_>>()
+    );
+    again.put(vec![batch([10])]).await.unwrap();
+    again.abort().await.unwrap();
+    let third = shard.open(config).await;
+    assert_eq!(
+        ids(&third.scan().await.unwrap()),
+        (0..11).collect::<Vec<_>>()
+    );
+    third.close().await.unwrap();
+    assert_wal_has_no_duplicate_rows(&shard).await;
+    shard.assert_recovered(0..11).await;
+}
+
+// Reference §3.2 "other error" branch, on S3: a put that keeps failing poisons the writer with
+// PersistenceFailure once retries run out, and acknowledges nothing it did not persist.
+#[tokio::test]
+async fn exhausted_retries_on_s3_poison_the_writer_and_lose_nothing_acknowledged() {
+    let server = S3Server::start().await;
+    // Few client retries, so that memwal's own retries are reached quickly.
+    let shard = Shard::new(&server.store_with("poison", &[("client_max_retries", "1")]));
+    let config = WriterConfig {
+        max_wal_persist_retries: 1,
+        ..durable()
+    };
+    let w = shard.open(config.clone()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    // Far more than object_store's retries times memwal's: every WAL put fails.
+    server
+        .faults()
+        .inject("PutObject", WAL_KEYS, S3Fault::Internal, 1000);
+    let e = w.put(vec![batch([2])]).await.unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(FenceReason::PersistenceFailure),
+        "{e}"
+    );
+    assert!(e.to_string().contains("WAL persistence failed"), "{e}");
+    assert_eq!(
+        w.put(vec![batch([3])]).await.unwrap_err().fence_reason(),
+        Some(FenceReason::PersistenceFailure)
+    );
+    server.faults().clear();
+    let again = shard.open(config).await;
+    assert_eq!(ids(&again.scan().await.unwrap()), vec![1]);
+    again.close().await.unwrap();
+    shard.assert_recovered([1]).await;
+}
+
+/// Durable puts while the server injects `fault` on the next `times` WAL PutObjects: every
+/// put is acknowledged, the writer is not fenced, and every row is in the WAL exactly once.
+async fn transient_faults_are_retried(fault: S3Fault, times: u32) {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("retry"));
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([0])]).await.unwrap();
+    let before = server.faults().requests("PutObject");
+    server.faults().inject("PutObject", WAL_KEYS, fault, times);
+    let mut acked = vec![0];
+    for i in 1..=4 {
+        w.put(vec![batch([i])])
+            .await
+            .unwrap_or_else(|e| panic!("{fault:?}: put {i} failed: {e}"));
+        acked.push(i);
+    }
+    assert_eq!(
+        server.faults().injected(),
+        times as u64,
+        "{fault:?}: every fault was hit"
+    );
+    assert!(
+        server.faults().requests("PutObject") > before + 4,
+        "{fault:?}: failed puts were retried"
+    );
+    w.check_fenced().await.unwrap();
+    assert_eq!(w.stats().wal_flush_count, 5, "{fault:?}: one entry per put");
+    assert_eq!(
+        shard.wal_len().await,
+        5,
+        "{fault:?}: no entry written twice"
+    );
+    w.put(vec![batch([5])]).await.unwrap();
+    acked.push(5);
+    w.abort().await.unwrap();
+    assert_wal_has_no_duplicate_rows(&shard).await;
+    assert_acked_recovered_once(&shard, &acked).await;
+}
+
+#[tokio::test]
+async fn a_503_on_wal_puts_is_retried_without_loss_or_duplicate() {
+    transient_faults_are_retried(S3Fault::Unavailable, 3).await;
+}
+
+#[tokio::test]
+async fn a_500_on_wal_puts_is_retried_without_loss_or_duplicate() {
+    transient_faults_are_retried(S3Fault::Internal, 3).await;
+}
+
+#[tokio::test]
+async fn a_connection_reset_before_a_wal_put_is_retried_without_loss_or_duplicate() {
+    transient_faults_are_retried(S3Fault::Reset, 3).await;
+}
+
+// Reference §3.2, the ambiguous case: the put landed, the response was a 500, and
+// object_store's own retry met the object (412). memwal reads the slot back, finds exactly its
+// entry, and acknowledges: no PersistenceFailure, no second copy at the next slot.
+#[tokio::test]
+async fn a_wal_put_that_landed_before_a_500_is_acknowledged_once() {
+    transient_faults_are_retried(S3Fault::InternalAfterApply, 3).await;
+}
+
+// The same with no response at all: the connection is reset after the put was applied.
+#[tokio::test]
+async fn a_wal_put_that_landed_before_a_connection_reset_is_acknowledged_once() {
+    transient_faults_are_retried(S3Fault::ResetAfterApply, 3).await;
+}
+
+// Failures of the reads memwal makes while resolving an ambiguous put (the read-back) and
+// while opening (manifest, listing) are retried too.
+#[tokio::test]
+async fn failed_reads_on_s3_are_retried() {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("reads"));
+    let w = shard.open(durable()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    let f = server.faults();
+    f.inject("PutObject", WAL_KEYS, S3Fault::InternalAfterApply, 1);
+    f.inject("GetObject", WAL_KEYS, S3Fault::Unavailable, 2);
+    w.put(vec![batch([2])]).await.unwrap();
+    w.abort().await.unwrap();
+    f.inject("GetObject", "", S3Fault::Internal, 2);
+    f.inject("ListObjectsV2", "", S3Fault::Reset, 1);
+    f.inject("HeadObject", "", S3Fault::Unavailable, 1);
+    let again = shard.open(durable()).await;
+    assert_eq!(ids(&again.scan().await.unwrap()), vec![1, 2]);
+    again.close().await.unwrap();
+    shard.assert_recovered([1, 2]).await;
+}
+
+// Every kind of fault at once, under concurrent durable puts (group commit): all acknowledged,
+// none duplicated, the writer never fences itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_puts_survive_mixed_transient_faults() {
+    let server = S3Server::start().await;
+    let shard = Shard::new(&server.store("mixed"));
+    // The faults may all hit one slot, and object_store does not retry a reset conditional PUT
+    // (it is not idempotent for the client), so memwal sees up to four failures at one slot:
+    // give it the budget. Exhausting it is `exhausted_retries_on_s3_...` above.
+    let config = WriterConfig {
+        max_memtable_batches: 64,
+        max_wal_persist_retries: 8,
+        ..durable()
+    };
+    let w = Arc::new(shard.open(config.clone()).await);
+    for fault in [
+        S3Fault::Unavailable,
+        S3Fault::InternalAfterApply,
+        S3Fault::Reset,
+        S3Fault::ResetAfterApply,
+        S3Fault::Internal,
+    ] {
+        server.faults().inject("PutObject", WAL_KEYS, fault, 2);
+    }
+    let tasks: Vec<_> = (0..16)
+        .map(|t| {
+            let w = w.clone();
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..8 {
+                    let id = t * 100 + i;
+                    w.put(vec![batch([id])]).await.unwrap();
+                    acked.push(id);
+                }
+                acked
+            })
+        })
+        .collect();
+    let mut acked = Vec::new();
+    for t in tasks {
+        acked.extend(t.await.unwrap());
+    }
+    assert_eq!(server.faults().injected(), 10);
+    w.check_fenced().await.unwrap();
+    w.abort().await.unwrap();
+    assert_wal_has_no_duplicate_rows(&shard).await;
+    assert_acked_recovered_once(&shard, &acked).await;
+    let again = shard.open(config).await;
+    assert_eq!(ids(&again.scan().await.unwrap()).len(), acked.len());
+    again.close().await.unwrap();
+}
+
+// A store that silently overwrites on create (an S3-compatible server without conditional
+// writes) cannot fence a stale writer: opening a writer on it fails, with a clear error.
+#[tokio::test]
+async fn a_server_without_conditional_writes_is_refused_at_open() {
+    let server = S3Server::start().await;
+    server.faults().set_ignore_conditional_writes(true);
+    let store: Store = server.store("unsafe");
+    let e = ShardWriter::open(store.clone(), schema(), durable())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    let m = e.to_string();
+    assert!(m.contains("conditional create"), "{m}");
+    assert!(m.contains("s3://memwal/unsafe"), "{m}");
+    assert!(
+        store.list_shards().await.unwrap().is_empty(),
+        "nothing was claimed"
+    );
+    // The same server with conditional writes on is accepted.
+    server.faults().set_ignore_conditional_writes(false);
+    let w = ShardWriter::open(server.store("unsafe"), schema(), durable())
+        .await
+        .unwrap();
+    w.close().await.unwrap();
+}
