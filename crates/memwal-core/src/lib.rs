@@ -36,4 +36,4 @@ pub use reader::{ScanResult, ShardReader, WalTailer};
 pub use stats::{MemTableStats, WalStats, WriteStats};
 pub use store::Store;
 pub use wal::WalEntry;
-pub use writer::{ShardWriter, WriteResult};
+pub use writer::{ShardWriter, TryPut, ValidatedBatches, WriteResult};

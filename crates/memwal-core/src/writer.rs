@@ -46,6 +46,23 @@ pub struct WriteResult {
     pub batch_positions: BatchRange,
 }
 
+/// Batches that passed a put's validation (see [`ShardWriter::try_put`]).
+#[derive(Debug)]
+pub struct ValidatedBatches {
+    batches: Vec<RecordBatch>,
+    rows: u64,
+    bytes: u64,
+}
+
+/// What [`ShardWriter::try_put`] did.
+#[derive(Debug)]
+pub enum TryPut {
+    /// The rows are in memory; in durable mode the watcher resolves when they are durable.
+    Inserted(WriteResult, Option<DurableWatcher>),
+    /// Backpressure would make the put wait; nothing was inserted.
+    WouldBlock(ValidatedBatches),
+}
+
 struct BackgroundTasks {
     wal_handler: JoinHandle<()>,
     generation_flusher: JoinHandle<()>,
@@ -277,15 +294,39 @@ impl ShardWriter {
         self.insert(batches).await
     }
 
+    /// Inserts `batches` now, without ever waiting: for callers that must not block (the
+    /// Node binding inserts small puts on the JavaScript thread). Validates like `put`. If
+    /// backpressure would make the put wait, nothing is inserted and the validated batches are
+    /// handed back in [`TryPut::WouldBlock`] for [`ShardWriter::put_validated`].
+    ///
+    /// # Errors
+    /// As [`ShardWriter::put`], except durability errors, which the watcher reports.
+    pub fn try_put(&self, batches: Vec<RecordBatch>) -> Result<TryPut> {
+        let validated = self.validate_put(batches)?;
+        self.insert_validated(validated, Instant::now())
+    }
+
+    /// Inserts batches that [`ShardWriter::try_put`] handed back, waiting for backpressure;
+    /// returns the result and, in durable mode, the durability watcher.
+    pub async fn put_validated(
+        &self,
+        batches: ValidatedBatches,
+    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
+        self.insert_waiting(batches, Instant::now()).await
+    }
+
     async fn insert(
         &self,
         batches: Vec<RecordBatch>,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
         let started = Instant::now();
+        let validated = self.validate_put(batches)?;
+        self.insert_waiting(validated, started).await
+    }
+
+    fn validate_put(&self, batches: Vec<RecordBatch>) -> Result<ValidatedBatches> {
         let inner = &self.inner;
         let batches = validate::validate(&inner.schema, batches)?;
-        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
-        let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
         if inner.config.enable_memtable && batches.len() > inner.config.max_memtable_batches {
             return Err(Error::invalid(format!(
                 "a put of {} batches exceeds max_memtable_batches ({}); split it into several puts or raise maxMemtableBatches",
@@ -294,10 +335,80 @@ impl ShardWriter {
             )));
         }
         inner.check_open(&inner.lock())?;
-        self.backpressure().await?;
-        let durable = inner.config.durable_write;
+        Ok(ValidatedBatches {
+            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
+            bytes: batches.iter().map(estimated_batch_bytes).sum(),
+            batches,
+        })
+    }
+
+    /// Inserts, waiting (never failing for pressure alone) while unflushed bytes exceed
+    /// `max_unflushed_memtable_bytes`.
+    async fn insert_waiting(
+        &self,
+        mut batches: ValidatedBatches,
+        started: Instant,
+    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
+        let inner = &self.inner;
+        let mut waited_since: Option<Instant> = None;
+        loop {
+            // Subscribe before checking, so progress made in between is not missed.
+            let mut progress = inner.progress.subscribe();
+            match self.insert_validated(batches, started)? {
+                TryPut::Inserted(result, watcher) => {
+                    if let Some(t) = waited_since {
+                        inner.stats.record_backpressure(t.elapsed());
+                    }
+                    return Ok((result, watcher));
+                }
+                TryPut::WouldBlock(back) => batches = back,
+            }
+            waited_since.get_or_insert_with(Instant::now);
+            if progress.changed().await.is_err() {
+                return Err(inner.closed_error());
+            }
+        }
+    }
+
+    /// Over the backpressure limit? If so, makes sure something is being flushed that will
+    /// relieve it. Caller holds the state lock.
+    fn over_pressure(&self, st: &mut WriterState) -> bool {
+        let inner = &self.inner;
+        let limit = inner.config.max_unflushed_memtable_bytes;
+        match &mut st.mode {
+            Mode::MemTable(mt) => {
+                let over = mt.active.store().estimated_bytes() + mt.frozen_bytes >= limit;
+                if over && mt.frozen.is_empty() {
+                    // Nothing is being flushed that could relieve the pressure: freeze the
+                    // active MemTable so something is.
+                    inner.freeze(mt);
+                }
+                over
+            }
+            Mode::WalOnly(wo) => {
+                let over = wo.pending_bytes >= limit;
+                if over {
+                    let _ = inner.wal_tx.send(WalMsg::FlushAll { completion: None });
+                }
+                over
+            }
+        }
+    }
+
+    /// The insert itself: under the state lock, never waiting.
+    fn insert_validated(&self, validated: ValidatedBatches, started: Instant) -> Result<TryPut> {
+        let inner = &self.inner;
         let mut st = inner.lock();
         inner.check_open(&st)?;
+        if self.over_pressure(&mut st) {
+            return Ok(TryPut::WouldBlock(validated));
+        }
+        let ValidatedBatches {
+            batches,
+            rows,
+            bytes,
+        } = validated;
+        let durable = inner.config.durable_write;
         let (result, watcher) = match &mut st.mode {
             Mode::MemTable(mt) => {
                 if mt
@@ -394,50 +505,7 @@ impl ShardWriter {
         };
         drop(st);
         inner.stats.record_put(rows, started.elapsed());
-        Ok((result, watcher))
-    }
-
-    /// Waits (never fails for pressure alone) while unflushed bytes exceed
-    /// `max_unflushed_memtable_bytes`.
-    async fn backpressure(&self) -> Result<()> {
-        let inner = &self.inner;
-        let limit = inner.config.max_unflushed_memtable_bytes;
-        let mut waited_since: Option<Instant> = None;
-        loop {
-            let mut progress = inner.progress.subscribe();
-            {
-                let mut st = inner.lock();
-                inner.check_open(&st)?;
-                let over = match &mut st.mode {
-                    Mode::MemTable(mt) => {
-                        let over = mt.active.store().estimated_bytes() + mt.frozen_bytes >= limit;
-                        if over && mt.frozen.is_empty() {
-                            // Nothing is being flushed that could relieve the pressure: freeze
-                            // the active MemTable so something is.
-                            inner.freeze(mt);
-                        }
-                        over
-                    }
-                    Mode::WalOnly(wo) => {
-                        let over = wo.pending_bytes >= limit;
-                        if over {
-                            let _ = inner.wal_tx.send(WalMsg::FlushAll { completion: None });
-                        }
-                        over
-                    }
-                };
-                if !over {
-                    if let Some(t) = waited_since {
-                        inner.stats.record_backpressure(t.elapsed());
-                    }
-                    return Ok(());
-                }
-            }
-            waited_since.get_or_insert_with(Instant::now);
-            if progress.changed().await.is_err() {
-                return Err(inner.closed_error());
-            }
-        }
+        Ok(TryPut::Inserted(result, watcher))
     }
 
     /// Makes every row written so far durable; resolves when it is.
