@@ -134,10 +134,11 @@ async function main(): Promise<void> {
   log({ e: 'ready' })
   process.stdout.write('ready\n')
   const loops: Array<Promise<void>> = []
-  for (let l = 0; l < 6; l++) loops.push(putLoop(d, 'd', l))
-  loops.push(noWaitLoop(d, 6))
+  // 15 concurrent put loops in all (the anchors' R1 runs C=16), plus flushes and seals.
+  for (let l = 0; l < 8; l++) loops.push(putLoop(d, 'd', l))
+  loops.push(noWaitLoop(d, 8))
   loops.push(sealLoop(d, 'd'))
-  for (let l = 0; l < 4; l++) loops.push(putLoop(n, 'n', 10 + l))
+  for (let l = 0; l < 6; l++) loops.push(putLoop(n, 'n', 10 + l))
   loops.push(flushLoop(n, 'n'))
   loops.push(sealLoop(n, 'n'))
   await Promise.all(loops)

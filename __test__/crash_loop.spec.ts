@@ -45,7 +45,7 @@ interface Killed {
   duringOpen: boolean
 }
 
-/** Runs one child and SIGKILLs it: during open with some probability, else 5-400 ms after. */
+/** Runs one child and SIGKILLs it: during open with some probability, else 5-300 ms after. */
 function runChild(config: object, rand: () => number): Promise<Killed> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(config)], {
@@ -61,7 +61,7 @@ function runChild(config: object, rand: () => number): Promise<Killed> {
     }
     const killOpen = rand() < 0.15
     const openDelay = rand() * 40
-    const runDelay = 5 + rand() * 395
+    const runDelay = 5 + rand() * 295
     let out = ''
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString()
@@ -100,7 +100,7 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
   let shards: Record<WriterKind, string> = { d: '', n: '' }
   /** The rows each shard held after the previous iteration's check, as keys, in order. */
   const before: Record<WriterKind, string[]> = { d: [], n: [] }
-  const totals = { durable: 0, present: 0, lost: 0, invoked: 0, killedDuringOpen: 0, closed: 0 }
+  const totals = { durable: 0, present: 0, lost: 0, invoked: 0, killedDuringOpen: 0, closed: 0, childMs: 0 }
   const started = Date.now()
 
   for (let iter = 1; iter <= ITERATIONS; iter++) {
@@ -111,7 +111,9 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
     }
     writeFileSync(log, '')
     const childSeed = Math.floor(rand() * 2 ** 31)
+    const spawned = Date.now()
     const ran = await runChild({ dir, shards, iter, seed: childSeed, log }, rand)
+    totals.childMs += Date.now() - spawned
     const context = `iteration ${iter} (seed ${seed}, child seed ${childSeed})`
     if (ran.outcome !== 'killed') {
       t.fail(`${context}: the child exited on its own before the kill:\n${ran.stderr}`)
@@ -172,7 +174,8 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
   t.log(
-    `${ITERATIONS} kills in ${seconds} s (${totals.killedDuringOpen} during open): ${totals.invoked} puts invoked, ` +
+    `${ITERATIONS} kills in ${seconds} s (${(totals.childMs / 1000).toFixed(1)} s in children, ` +
+      `${totals.killedDuringOpen} kills during open): ${totals.invoked} puts invoked, ` +
       `${totals.durable} acknowledged as durable, ${totals.present} recovered, ${totals.lost} lost (never durably acknowledged)`,
   )
   t.true(totals.durable > 0, 'some puts were acknowledged as durable before the kills')
