@@ -15,8 +15,12 @@ export declare class NativeObjectStore {
   static local(dir: string): NativeObjectStore
   /** A fresh, private in-memory store. */
   static memory(): NativeObjectStore
-  /** `file:///abs/path`, `memory://NAME` (shared in-process) or a plain local path. */
-  static fromUri(uri: string): NativeObjectStore
+  /**
+   * `file:///abs/path`, `memory://NAME` (shared in-process), a plain local path, or
+   * `s3://`, `gs://`, `az://` with `storage` options (object_store keys, snake_case or
+   * camelCase, values as strings: `index.ts` has type-checked them).
+   */
+  static fromUri(uri: string, storage?: Record<string, string> | undefined | null): NativeObjectStore
   /** Where the store lives. */
   get location(): string
   /** Fail the next `n` WAL-entry puts (`Infinity`: all of them until `recover()`). */

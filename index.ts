@@ -265,14 +265,30 @@ export class ObjectStore {
   }
 
   /**
-   * A store from a location string: `file:///abs/path` or a plain path (local directory), or
-   * `memory://NAME` (an in-process store shared by every open that uses the same name).
+   * A store from a location string: `file:///abs/path` or a plain path (local directory),
+   * `memory://NAME` (an in-process store shared by every open that uses the same name), or an
+   * object store: `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`.
    *
-   * @throws {InvalidArgumentError} for an empty location or an unsupported scheme.
+   * Object stores take their configuration from `storage` and from the environment (for S3
+   * the usual `AWS_*` variables); `storage` wins. Nothing is contacted until the store is used.
+   *
+   * @param uri - the location
+   * @param storage - options of an object store location (see {@link StorageOptions})
+   * @returns the store
+   * @throws {InvalidArgumentError} for an empty location, an unsupported scheme, an unknown
+   * storage option or a value of the wrong type, missing credentials, or storage options
+   * given for a local or in-memory location
+   *
+   * @example
+   * ```ts
+   * const store = ObjectStore.fromUri('s3://my-bucket/events', { region: 'eu-west-1' })
+   * const writer = await ShardWriter.open(store, { schema })
+   * ```
    */
-  static fromUri(uri: string): ObjectStore {
+  static fromUri(uri: string, storage?: StorageOptions): ObjectStore {
     requireString('ObjectStore.fromUri(uri)', uri)
-    return new ObjectStore(callSync(() => NativeObjectStore.fromUri(uri)))
+    const options = storageOf('ObjectStore.fromUri(uri, storage)', storage)
+    return new ObjectStore(callSync(() => NativeObjectStore.fromUri(uri, options)))
   }
 
   /** Where the store lives. */
@@ -289,16 +305,124 @@ export class ObjectStore {
 /** A location: a path or URI string, or an {@link ObjectStore}. */
 export type Location = string | ObjectStore
 
-function nativeStore(location: Location): NativeObjectStore {
+/**
+ * Options of an object store location (`s3://`, `gs://`, `az://`), as the `storage` option of
+ * {@link ShardWriter.open}, {@link ShardReader.open} and {@link WalTailer.open}, or the second
+ * argument of {@link ObjectStore.fromUri}. They override the environment.
+ *
+ * The named fields are the common S3 ones. Every other
+ * [object_store](https://docs.rs/object_store) configuration key of the location's store is
+ * accepted too, in camelCase or snake_case (S3: `AmazonS3ConfigKey`, e.g. `checksumAlgorithm`;
+ * GCS: `GoogleConfigKey`, e.g. `serviceAccount`, `serviceAccountKey`; Azure:
+ * `AzureConfigKey`, e.g. `accountName`, `accessKey`, `sasKey`). Values are strings, numbers or
+ * booleans; an unknown key is an {@link InvalidArgumentError}.
+ *
+ * Credentials must come from somewhere explicit: these options, or the environment (for S3
+ * `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_WEB_IDENTITY_TOKEN_FILE` or the container
+ * credentials variables; for GCS `GOOGLE_SERVICE_ACCOUNT` or gcloud's application-default
+ * credentials; for Azure `AZURE_STORAGE_ACCOUNT_KEY` and the like). To use the machine's role
+ * from the cloud's metadata service (an EC2 instance profile, a GCE service account, an Azure
+ * managed identity), set `instanceCredentials: true`; without credentials and without it,
+ * opening fails at once.
+ */
+export interface StorageOptions {
+  /** The bucket's AWS region, e.g. `us-east-1` (environment: `AWS_REGION`). */
+  region?: string
+  /**
+   * The endpoint URL, for S3-compatible stores (MinIO, R2, a test server), e.g.
+   * `http://127.0.0.1:9000` (environment: `AWS_ENDPOINT`).
+   * @defaultValue the AWS endpoint of the region
+   */
+  endpoint?: string
+  /**
+   * Allow a plain `http://` endpoint.
+   * @defaultValue false
+   */
+  allowHttp?: boolean
+  /** Access key id (environment: `AWS_ACCESS_KEY_ID`). */
+  accessKeyId?: string
+  /** Secret access key (environment: `AWS_SECRET_ACCESS_KEY`). */
+  secretAccessKey?: string
+  /** Session token of temporary credentials (environment: `AWS_SESSION_TOKEN`). */
+  sessionToken?: string
+  /**
+   * `true`: address the bucket as `https://bucket.endpoint/` (virtual-hosted style);
+   * `false`: as `https://endpoint/bucket/` (path style, what most S3-compatible servers want).
+   * @defaultValue false
+   */
+  virtualHostedStyleRequest?: boolean
+  /**
+   * Use the machine's credentials from the cloud's metadata service when none are configured.
+   * @defaultValue false (no credentials is an error)
+   */
+  instanceCredentials?: boolean
+  /**
+   * Retries of one failed request (5xx, throttling, a reset connection) inside the object
+   * store client, before memwal's own WAL retries (`maxWalPersistRetries`) see the failure.
+   * @defaultValue 10
+   */
+  clientMaxRetries?: number
+  /**
+   * Seconds after which the client stops retrying one request.
+   * @defaultValue 180
+   */
+  clientRetryTimeout?: number
+  /** Any other object_store configuration key of the location's store. */
+  [key: string]: string | number | boolean | undefined
+}
+
+const STORAGE_OPTION_TYPES: Record<string, 'string' | 'boolean' | 'number'> = {
+  region: 'string',
+  endpoint: 'string',
+  allowHttp: 'boolean',
+  accessKeyId: 'string',
+  secretAccessKey: 'string',
+  sessionToken: 'string',
+  virtualHostedStyleRequest: 'boolean',
+  instanceCredentials: 'boolean',
+  clientMaxRetries: 'number',
+  clientRetryTimeout: 'number',
+}
+
+/** Type-checks storage options and turns their values into strings (core checks the keys). */
+function storageOf(what: string, storage: unknown): Record<string, string> | undefined {
+  if (storage === undefined) return undefined
+  if (typeof storage !== 'object' || storage === null || Array.isArray(storage)) {
+    throw new InvalidArgumentError(`${what}: storage must be an object of options, got ${describe(storage)}`)
+  }
+  const out: Record<string, string> = {}
+  for (const [key, v] of Object.entries(storage)) {
+    if (v === undefined) continue
+    const expected = STORAGE_OPTION_TYPES[key]
+    const ok =
+      expected === undefined
+        ? typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))
+        : typeof v === expected && (expected !== 'number' || Number.isFinite(v))
+    if (!ok) {
+      throw new InvalidArgumentError(
+        `invalid storage option ${key}: expected ${expected === undefined ? 'a string, number or boolean' : `a ${expected}`}, got ${describe(v)}`,
+      )
+    }
+    out[key] = String(v)
+  }
+  return out
+}
+
+function nativeStore(location: Location, storage?: Record<string, string>): NativeObjectStore {
   if (location instanceof ObjectStore) {
+    if (storage !== undefined) {
+      throw new InvalidArgumentError(
+        'storage options belong to the ObjectStore: pass them to ObjectStore.fromUri(uri, storage), or pass the URI string as the location',
+      )
+    }
     const n = storeNatives.get(location)
     if (n !== undefined) return n
   }
   if (typeof location === 'string') {
-    return callSync(() => NativeObjectStore.fromUri(location))
+    return callSync(() => NativeObjectStore.fromUri(location, storage))
   }
   throw new InvalidArgumentError(
-    `location must be a path, a URI (file:///abs/path, memory://NAME) or an ObjectStore, got ${describe(location)}`,
+    `location must be a path, a URI (file:///abs/path, memory://NAME, s3://bucket/prefix) or an ObjectStore, got ${describe(location)}`,
   )
 }
 
@@ -446,6 +570,16 @@ function columnsOf(schema: Schema, batches: RecordBatch[]): ColumnData | null {
   }
 }
 
+/**
+ * Puts up to this many bytes are decoded and inserted on the JavaScript thread (a few
+ * microseconds); larger ones are decoded off the event loop.
+ */
+const SYNC_INSERT_LIMIT = 256 * 1024
+
+function encodedBytes(e: Encoded): number {
+  return e.kind === 'ipc' ? e.bytes.byteLength : e.buffers.reduce((n, b) => n + b.byteLength, 0)
+}
+
 function schemaText(s: Schema): string {
   return s.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')
 }
@@ -557,6 +691,12 @@ export interface ShardWriterOptions {
    * @defaultValue 1073741824 (1 GiB)
    */
   maxUnflushedMemtableBytes?: number
+  /**
+   * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
+   * region, endpoint, credentials… See {@link StorageOptions}.
+   * @defaultValue none (configuration from the environment)
+   */
+  storage?: StorageOptions
 }
 
 const NUMBER_OPTIONS = [
@@ -571,12 +711,17 @@ const BOOLEAN_OPTIONS = ['durableWrite', 'enableMemtable'] as const
 const KNOWN_OPTIONS = new Set<string>([
   'schema',
   'shardId',
+  'storage',
   'maxWalFlushIntervalMs',
   ...NUMBER_OPTIONS,
   ...BOOLEAN_OPTIONS,
 ])
 
-function nativeOptions(options: unknown): { schema: Uint8Array; native: NativeWriterOptions } {
+function nativeOptions(options: unknown): {
+  schema: Uint8Array
+  native: NativeWriterOptions
+  storage: Record<string, string> | undefined
+} {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
   }
@@ -618,7 +763,7 @@ function nativeOptions(options: unknown): { schema: Uint8Array; native: NativeWr
     }
     native.maxWalFlushIntervalMs = interval
   }
-  return { schema: schemaBytes(o.schema), native }
+  return { schema: schemaBytes(o.schema), native, storage: storageOf('ShardWriter.open', o.storage) }
 }
 
 /** Where a put's rows went. */
@@ -795,18 +940,22 @@ export class ShardWriter {
    * Opens the writer of a shard: claims the next epoch, fences the previous writer (its next
    * WAL append fails), replays the WAL, and starts the background tasks.
    *
-   * @param location - a local path, `file:///abs/path`, `memory://NAME`, or an {@link ObjectStore}
+   * @param location - a local path, `file:///abs/path`, `memory://NAME`, an object store URI
+   * (`s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`; see `storage`), or an
+   * {@link ObjectStore}
    * @param options - the schema (required) and configuration
    * @returns the open writer
-   * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative)
+   * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative), a
+   * bad storage option or missing credentials, or an object store without conditional writes
+   * (put-if-not-exists), which cannot fence a stale writer
    * @throws {SchemaMismatchError} if the shard was written with another schema
    * @throws {FencedError} if another writer claimed the shard at the same time
    * @throws {CorruptError} if a manifest or WAL entry cannot be decoded
    * @throws {IoError} if the store fails (e.g. a read-only directory)
    */
   static async open(location: Location, options: ShardWriterOptions): Promise<ShardWriter> {
-    const store = nativeStore(location)
-    const { schema, native } = nativeOptions(options)
+    const { schema, native, storage } = nativeOptions(options)
+    const store = nativeStore(location, storage)
     return new ShardWriter(await call(() => NativeShardWriter.open(store, schema, native)))
   }
 
@@ -833,12 +982,30 @@ export class ShardWriter {
    */
   async put(data: PutData): Promise<WriteResult> {
     const e = encode(data)
+    const ticket = this.#tryInsert(e, false)
+    if (ticket !== null) {
+      if (ticket.hasDurable) await call(() => ticket.wait())
+      return writeResult(ticket.result)
+    }
     return writeResult(
       await call(() =>
         e.kind === 'columns'
           ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
           : this.#native.put(e.bytes, e.rows, e.columns),
       ),
+    )
+  }
+
+  /**
+   * Inserts a small put synchronously (two thread hops cheaper than the async path); `null`
+   * for a large put, which is decoded off the event loop, or when backpressure would wait.
+   */
+  #tryInsert(e: Encoded, noWait: boolean): NativeWriteTicket | null {
+    if (encodedBytes(e) > SYNC_INSERT_LIMIT) return null
+    return callSync(() =>
+      e.kind === 'columns'
+        ? this.#native.tryInsertColumns(e.schema, e.batches, e.nodes, e.buffers, noWait)
+        : this.#native.tryInsert(e.bytes, e.rows, e.columns, noWait),
     )
   }
 
@@ -850,11 +1017,13 @@ export class ShardWriter {
    */
   async putNoWait(data: PutData): Promise<PutNoWaitResult> {
     const e = encode(data)
-    const ticket = await call(() =>
-      e.kind === 'columns'
-        ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
-        : this.#native.putNoWait(e.bytes, e.rows, e.columns),
-    )
+    const ticket =
+      this.#tryInsert(e, true) ??
+      (await call(() =>
+        e.kind === 'columns'
+          ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
+          : this.#native.putNoWait(e.bytes, e.rows, e.columns),
+      ))
     let durable: Promise<void> | null = null
     if (ticket.hasDurable) {
       durable = call(() => ticket.wait())
@@ -956,18 +1125,29 @@ export class ShardWriter {
 export interface ShardOptions {
   /** The shard to read. */
   shardId: string
+  /**
+   * Options of an object store location given as a string (`s3://`, `gs://`, `az://`). See
+   * {@link StorageOptions}.
+   * @defaultValue none (configuration from the environment)
+   */
+  storage?: StorageOptions
 }
 
-function shardIdOf(options: unknown): string {
+function shardOptionsOf(
+  what: string,
+  options: unknown,
+): { shardId: string; storage: Record<string, string> | undefined } {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
   }
   for (const key of Object.keys(options)) {
-    if (key !== 'shardId') throw new InvalidArgumentError(`unknown option \`${key}\`; known options: shardId`)
+    if (key !== 'shardId' && key !== 'storage') {
+      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: shardId, storage`)
+    }
   }
-  const id = (options as { shardId?: unknown }).shardId
-  requireString('options.shardId', id)
-  return id
+  const o = options as { shardId?: unknown; storage?: unknown }
+  requireString('options.shardId', o.shardId)
+  return { shardId: o.shardId, storage: storageOf(what, o.storage) }
 }
 
 /**
@@ -986,8 +1166,8 @@ export class ShardReader {
    * @throws {InvalidArgumentError} if there is no such shard at the location
    */
   static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
-    const store = nativeStore(location)
-    const shardId = shardIdOf(options)
+    const { shardId, storage } = shardOptionsOf('ShardReader.open', options)
+    const store = nativeStore(location, storage)
     return new ShardReader(await call(() => NativeShardReader.open(store, shardId)))
   }
 
@@ -1024,8 +1204,8 @@ export class WalTailer {
 
   /** A tailer over a shard's WAL. */
   static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
-    const store = nativeStore(location)
-    const shardId = shardIdOf(options)
+    const { shardId, storage } = shardOptionsOf('WalTailer.open', options)
+    const store = nativeStore(location, storage)
     return new WalTailer(await call(() => NativeWalTailer.open(store, shardId)))
   }
 

@@ -1,5 +1,7 @@
 //! `NativeObjectStore`: a core [`memwal_core::Store`] plus its fault controller.
 
+use std::collections::HashMap;
+
 use memwal_core::Store;
 use napi_derive::napi;
 
@@ -29,11 +31,15 @@ impl NativeObjectStore {
         }
     }
 
-    /// `file:///abs/path`, `memory://NAME` (shared in-process) or a plain local path.
+    /// `file:///abs/path`, `memory://NAME` (shared in-process), a plain local path, or
+    /// `s3://`, `gs://`, `az://` with `storage` options (object_store keys, snake_case or
+    /// camelCase, values as strings: `index.ts` has type-checked them).
     #[napi(factory, catch_unwind)]
-    pub fn from_uri(uri: String) -> napi::Result<Self> {
+    pub fn from_uri(uri: String, storage: Option<HashMap<String, String>>) -> napi::Result<Self> {
+        let mut options: Vec<(String, String)> = storage.unwrap_or_default().into_iter().collect();
+        options.sort();
         Ok(NativeObjectStore {
-            inner: Store::from_uri(&uri).napi()?,
+            inner: Store::from_uri_with(&uri, &options).napi()?,
         })
     }
 
