@@ -252,13 +252,35 @@ fn next_put(r: &mut Rng, h: &History) -> (Vec<RecordBatch>, Vec<i32>) {
     (batches, all)
 }
 
+/// Longer than any call may take (virtual time in memory, real time on disk): a call still
+/// pending then is reported as hung.
+const HANG: Duration = Duration::from_secs(120);
+
+/// `fut`'s output, or `None` (and a violation) if it hangs.
+async fn in_time<T>(
+    h: &History,
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match tokio::time::timeout(HANG, fut).await {
+        Ok(v) => Some(v),
+        Err(_) => {
+            h.violation(format!("{what} hung for {HANG:?}"));
+            None
+        }
+    }
+}
+
 /// One client of a session: puts, and now and then a seal or a flush.
 async fn client(w: Arc<ShardWriter>, h: Arc<History>, mut r: Rng, session: usize, ops: u64) {
     for _ in 0..ops {
         tokio::time::sleep(Duration::from_micros(r.below(2000))).await;
         let dice = r.below(100);
         if dice < 6 {
-            if let Err(e) = w.force_seal_active().await {
+            let Some(sealed) = in_time(&h, "force_seal_active", w.force_seal_active()).await else {
+                return;
+            };
+            if let Err(e) = sealed {
                 // Reading the manifest can fail transiently; a fence is this writer's own.
                 if e.code() != ErrorCode::Io {
                     h.expect_persistence_failure("force_seal_active", &e);
@@ -269,7 +291,10 @@ async fn client(w: Arc<ShardWriter>, h: Arc<History>, mut r: Rng, session: usize
         }
         if dice < 10 {
             let start = h.tick();
-            match w.flush().await {
+            let Some(flushed) = in_time(&h, "flush", w.flush()).await else {
+                return;
+            };
+            match flushed {
                 Ok(()) => h.require_acked_before(session, start),
                 Err(e) => {
                     h.expect_persistence_failure("flush", &e);
@@ -280,7 +305,9 @@ async fn client(w: Arc<ShardWriter>, h: Arc<History>, mut r: Rng, session: usize
         }
         let (batches, ids) = next_put(&mut r, &h);
         let invoke = h.tick();
-        let result = w.put(batches).await;
+        let Some(result) = in_time(&h, &format!("put {ids:?}"), w.put(batches)).await else {
+            return;
+        };
         let done = h.tick();
         let outcome = match result {
             Ok(_) => Outcome::Ok,
@@ -406,7 +433,10 @@ async fn run_seed(backend: &Backend, seed: u64) -> Vec<String> {
         }
         if r.chance(50) {
             let start = h.tick();
-            match w.close().await {
+            let Some(closed) = in_time(&h, "close", w.close()).await else {
+                break;
+            };
+            match closed {
                 Ok(()) => {
                     counts.closes_ok += 1;
                     h.require_acked_before(session, start);
