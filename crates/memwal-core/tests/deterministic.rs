@@ -666,5 +666,9 @@ fn seeded_schedules_keep_the_completion_invariants_and_replay_identically() {
             n as usize,
             "different seeds gave the same trace"
         );
+        assert!(
+            0 < poisoned && poisoned < n as usize,
+            "{poisoned} of {n} seeds poisoned their writer: the faults are too weak or too strong"
+        );
     }
 }
