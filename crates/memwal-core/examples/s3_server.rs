@@ -3,14 +3,15 @@
 //! process.
 //!
 //! ```text
-//! cargo run -p memwal-core --example s3_server -- <dir> [--port N] [--no-conditional-writes]
+//! cargo run -p memwal-core --example s3_server -- <dir> [--port N] [--no-conditional-writes] [--latency-ms N]
 //! ```
 //!
 //! Serves `<dir>` (bucket `memwal` is its subdirectory) and prints one JSON line on stdout with
 //! what a client needs: `{"endpoint", "port", "bucket", "region", "accessKeyId",
 //! "secretAccessKey"}`. It exits when its standard input closes (so it dies with the process
 //! that spawned it) or on a signal. `--no-conditional-writes` makes PutObject ignore
-//! `If-None-Match`, like a store memwal must refuse.
+//! `If-None-Match`, like a store memwal must refuse. `--latency-ms` delays every request, a
+//! stand-in for a real store's latency (the benchmark uses it).
 
 #[path = "../tests/support/s3.rs"]
 mod s3;
@@ -19,7 +20,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 fn usage() -> ! {
-    eprintln!("usage: s3_server <dir> [--port N] [--no-conditional-writes]");
+    eprintln!("usage: s3_server <dir> [--port N] [--no-conditional-writes] [--latency-ms N]");
     std::process::exit(2)
 }
 
@@ -28,6 +29,7 @@ async fn main() {
     let mut dir: Option<PathBuf> = None;
     let mut port = 0u16;
     let mut conditional = true;
+    let mut latency_ms = 0f64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -38,6 +40,13 @@ async fn main() {
                     .unwrap_or_else(|| usage())
             }
             "--no-conditional-writes" => conditional = false,
+            "--latency-ms" => {
+                latency_ms = args
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .filter(|ms: &f64| ms.is_finite() && *ms >= 0.0)
+                    .unwrap_or_else(|| usage())
+            }
             "-h" | "--help" => usage(),
             _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
             _ => usage(),
@@ -51,6 +60,9 @@ async fn main() {
             std::process::exit(1)
         });
     server.faults().set_ignore_conditional_writes(!conditional);
+    server
+        .faults()
+        .set_latency(std::time::Duration::from_secs_f64(latency_ms / 1000.0));
     println!(
         "{{\"endpoint\":\"{}\",\"port\":{},\"bucket\":\"{}\",\"region\":\"{}\",\"accessKeyId\":\"{}\",\"secretAccessKey\":\"{}\"}}",
         server.endpoint(),

@@ -83,6 +83,7 @@ pub struct S3Faults {
     ignore_conditional: AtomicBool,
     requests: Mutex<HashMap<&'static str, u64>>,
     injected: AtomicU64,
+    latency_us: AtomicU64,
 }
 
 impl S3Faults {
@@ -102,6 +103,13 @@ impl S3Faults {
     /// store without conditional writes.
     pub fn set_ignore_conditional_writes(&self, on: bool) {
         self.ignore_conditional.store(on, Ordering::SeqCst);
+    }
+
+    /// Every request waits this long before it is served (a stand-in for a real store's
+    /// latency, for the benchmark).
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        self.latency_us
+            .store(latency.as_micros() as u64, Ordering::SeqCst);
     }
 
     /// Requests of operation `op` served so far (failed or not).
@@ -162,6 +170,10 @@ impl FaultyS3 {
         req: S3Request<I>,
         apply: impl FnOnce(S3Request<I>) -> BoxFuture<'a, S3Result<S3Response<O>>>,
     ) -> S3Result<S3Response<O>> {
+        let latency = self.faults.latency_us.load(Ordering::SeqCst);
+        if latency > 0 {
+            tokio::time::sleep(std::time::Duration::from_micros(latency)).await;
+        }
         let fault = self.faults.take(op, key);
         let conn = req.extensions.get::<ConnReset>().cloned();
         let reset = || {
