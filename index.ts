@@ -20,6 +20,7 @@ import {
   NativeShardReader,
   NativeShardWriter,
   NativeWalTailer,
+  type NativeWriteTicket,
   type NativeWriterOptions,
 } from './native.js'
 
@@ -576,6 +577,22 @@ function columnsOf(schema: Schema, batches: RecordBatch[]): ColumnData | null {
  */
 const SYNC_INSERT_LIMIT = 256 * 1024
 
+/**
+ * A put that inserts synchronously (`#tryInsert`) settles without an event-loop turn, so a
+ * tight `for (;;) await writer.put(rows)` would starve timers, I/O and the durability
+ * acknowledgements of other writers. Such puts let the event loop run once per this interval.
+ */
+const YIELD_INTERVAL_MS = 1
+let lastYield = performance.now()
+
+/** A macrotask to await if synchronous inserts have held the event loop for an interval. */
+function yieldIfDue(): Promise<void> | null {
+  const now = performance.now()
+  if (now - lastYield < YIELD_INTERVAL_MS) return null
+  lastYield = now
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
 function encodedBytes(e: Encoded): number {
   return e.kind === 'ipc' ? e.bytes.byteLength : e.buffers.reduce((n, b) => n + b.byteLength, 0)
 }
@@ -985,6 +1002,7 @@ export class ShardWriter {
     const ticket = this.#tryInsert(e, false)
     if (ticket !== null) {
       if (ticket.hasDurable) await call(() => ticket.wait())
+      else await yieldIfDue()
       return writeResult(ticket.result)
     }
     return writeResult(
@@ -1017,8 +1035,10 @@ export class ShardWriter {
    */
   async putNoWait(data: PutData): Promise<PutNoWaitResult> {
     const e = encode(data)
+    const inserted = this.#tryInsert(e, true)
+    if (inserted !== null) await yieldIfDue()
     const ticket =
-      this.#tryInsert(e, true) ??
+      inserted ??
       (await call(() =>
         e.kind === 'columns'
           ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
