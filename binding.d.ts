@@ -61,6 +61,14 @@ export declare class NativeShardWriter {
   putColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteResult>
   /** Like `putNoWait`, with the batches sent as column buffers. */
   putNoWaitColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteTicket>
+  /**
+   * Inserts the batches of an IPC stream now, on the calling thread, if that needs no
+   * waiting; `null` if backpressure would make it wait (then use `put`/`putNoWait`). For
+   * small puts: it saves two thread hops. `noWait` applies `putNoWait`'s mode check.
+   */
+  tryInsert(data: Uint8Array, expectedRows: number | undefined | null, expectedColumns: number | undefined | null, noWait: boolean): NativeWriteTicket | null
+  /** `tryInsert` with the batches sent as column buffers. */
+  tryInsertColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>, noWait: boolean): NativeWriteTicket | null
   /** Makes everything written so far durable. */
   flush(): Promise<void>
   /** Freezes the active MemTable. */

@@ -236,6 +236,11 @@ impl ShardWriter {
         self.inner.epoch
     }
 
+    /// The writer's configuration (as validated on open).
+    pub fn config(&self) -> &WriterConfig {
+        &self.inner.config
+    }
+
     /// The shard's schema.
     pub fn schema(&self) -> SchemaRef {
         self.inner.schema.clone()
@@ -286,12 +291,19 @@ impl ShardWriter {
         &self,
         batches: Vec<RecordBatch>,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        if !self.inner.config.enable_memtable {
-            return Err(Error::invalid(
-                "put_no_wait is only supported in MemTable mode (enable_memtable = true); WAL-only mode has no in-memory rows",
-            ));
-        }
+        self.check_put_no_wait()?;
         self.insert(batches).await
+    }
+
+    /// `put_no_wait` is MemTable-mode only.
+    pub fn check_put_no_wait(&self) -> Result<()> {
+        if self.inner.config.enable_memtable {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "put_no_wait is only supported in MemTable mode (enable_memtable = true); WAL-only mode has no in-memory rows",
+            ))
+        }
     }
 
     /// Inserts `batches` now, without ever waiting: for callers that must not block (the

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use arrow_schema::SchemaRef;
-use memwal_core::{DurableWatcher, ShardWriter, WriteResult};
+use memwal_core::{DurableWatcher, ShardWriter, TryPut, WriteResult};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Float64Array, PromiseRaw, Uint8Array};
 use napi_derive::napi;
@@ -48,6 +48,25 @@ pub struct NativeShardWriter {
 }
 
 impl NativeShardWriter {
+    /// A ticket for rows `try_put` inserted, `None` if it would have had to wait.
+    fn try_insert_batches(
+        &self,
+        batches: Vec<arrow_array::RecordBatch>,
+        no_wait: bool,
+    ) -> napi::Result<Option<NativeWriteTicket>> {
+        if no_wait {
+            self.inner.check_put_no_wait().napi()?;
+        }
+        Ok(match self.inner.try_put(batches).napi()? {
+            TryPut::Inserted(result, watcher) => Some(NativeWriteTicket {
+                result,
+                has_durable: watcher.is_some(),
+                durable: Mutex::new(watcher),
+            }),
+            TryPut::WouldBlock(_) => None,
+        })
+    }
+
     fn column_batches(
         &self,
         schema: &[u8],
@@ -203,6 +222,35 @@ impl NativeShardWriter {
             has_durable: watcher.is_some(),
             durable: Mutex::new(watcher),
         })
+    }
+
+    /// Inserts the batches of an IPC stream now, on the calling thread, if that needs no
+    /// waiting; `null` if backpressure would make it wait (then use `put`/`putNoWait`). For
+    /// small puts: it saves two thread hops. `noWait` applies `putNoWait`'s mode check.
+    #[napi(catch_unwind)]
+    pub fn try_insert(
+        &self,
+        data: Uint8Array,
+        expected_rows: Option<f64>,
+        expected_columns: Option<f64>,
+        no_wait: bool,
+    ) -> napi::Result<Option<NativeWriteTicket>> {
+        let batches = decode_put(&data, expected_rows, expected_columns)?;
+        self.try_insert_batches(batches, no_wait)
+    }
+
+    /// `tryInsert` with the batches sent as column buffers.
+    #[napi(catch_unwind)]
+    pub fn try_insert_columns(
+        &self,
+        schema: Uint8Array,
+        batches: Float64Array,
+        nodes: Float64Array,
+        buffers: Vec<Uint8Array>,
+        no_wait: bool,
+    ) -> napi::Result<Option<NativeWriteTicket>> {
+        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
+        self.try_insert_batches(batches, no_wait)
     }
 
     /// Makes everything written so far durable.
