@@ -133,5 +133,6 @@ test('the event loop stays responsive during durable puts', async (t) => {
   clearInterval(timer)
   await w.close()
   t.true(ticks >= 20, `only ${ticks} ticks of a 1 ms timer in 300 ms of durable puts`)
-  t.true(maxGap < 250, `the event loop stalled for ${maxGap.toFixed(1)} ms`)
+  // Generous: CI runs other test files (and a release build) on the same two cores.
+  t.true(maxGap < 1000, `the event loop stalled for ${maxGap.toFixed(1)} ms`)
 })

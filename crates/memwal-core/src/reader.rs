@@ -213,11 +213,15 @@ impl WalTailer {
 
     /// The first position with no entry (the tip). Positions below it all hold entries.
     pub async fn next_position(&self) -> Result<u64> {
-        let hint = match self.manifests.read_latest().await? {
-            Some(m) => m
+        // The manifest is only a hint here: a damaged one must not stop a tailer from finding
+        // the tip (it then probes from the start).
+        let hint = match self.manifests.read_latest().await {
+            Ok(Some(m)) => m
                 .wal_entry_position_last_seen
                 .max(m.replay_after_wal_entry_position),
-            None => 0,
+            Ok(None) => 0,
+            Err(e) if e.code() == crate::ErrorCode::Corrupt => 0,
+            Err(e) => return Err(e),
         };
         wal::discover_tip(&self.store, &self.paths, hint).await
     }
