@@ -261,8 +261,8 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
   ])
 
   // A streams durable puts into a1; once some are acknowledged, B takes a1 over.
-  await a.ok(t, { cmd: 'stream', name: 'a1', start: 1000, count: 500 })
-  await a.waitFor((m) => m.event === 'acked' && m.name === 'a1' && (m as { id?: number }).id === 1009)
+  await a.ok(t, { cmd: 'stream', name: 'a1', start: 10_000, count: 5000 })
+  await a.waitFor((m) => m.event === 'acked' && m.name === 'a1' && (m as { id?: number }).id === 10_009)
   const takeover = await b.ok(t, { cmd: 'open', name: 'a1', shardId: a1.shardId })
   t.is(takeover.shardId, a1.shardId)
   t.true(takeover.epoch! > a1.epoch!)
@@ -272,13 +272,13 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
   t.is(end.error?.code, 'FENCED', JSON.stringify(end.error))
   t.is(end.error?.fenceReason, 'PeerClaimedEpoch')
   t.true(end.acked!.length >= 10)
-  t.true(end.acked!.length < 500, 'the takeover happened mid-stream')
-  const stale = await a.request({ cmd: 'put', name: 'a1', ids: [1999] })
+  t.true(end.acked!.length < 5000, 'the takeover happened mid-stream')
+  const stale = await a.request({ cmd: 'put', name: 'a1', ids: [19_999] })
   t.is(stale.error?.fenceReason, 'PeerClaimedEpoch', 'the fence is latched')
 
   // A keeps its other shard; B writes to the shard it took over.
   await a.ok(t, { cmd: 'put', name: 'a2', ids: range(2100, 8) })
-  await b.ok(t, { cmd: 'put', name: 'a1', ids: range(5000, 8) })
+  await b.ok(t, { cmd: 'put', name: 'a1', ids: range(20_000, 8) })
   const closeStale = await a.request({ cmd: 'close', name: 'a1' })
   t.is(closeStale.error?.code, 'FENCED')
   await a.ok(t, { cmd: 'close', name: 'a2' })
@@ -297,7 +297,7 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
     )
   }
   const a1Rows = await recovered(a1.shardId!)
-  exactlyOnce(a1Rows, [...end.acked!, ...range(5000, 8)])
+  exactlyOnce(a1Rows, [...end.acked!, ...range(20_000, 8)])
   t.deepEqual(a1Rows.slice(0, end.acked!.length), end.acked!, 'A’s acknowledged rows first, in order')
   exactlyOnce(await recovered(a2.shardId!), [...range(2000, 16), ...range(2100, 8)])
   exactlyOnce(await recovered(b1.shardId!), range(3000, 16))
