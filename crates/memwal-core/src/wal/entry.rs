@@ -3,11 +3,13 @@
 //! - The schema's metadata carries `writer_epoch` (decimal), as Lance writes it.
 //! - A *fence sentinel* has an empty schema, metadata `writer_epoch` and `fence_sentinel=true`,
 //!   and no batches.
-//! - memwal adds `memwal_checksum`: the CRC32C of the `writer_epoch` text followed by every byte
-//!   after the schema message (the batch messages and the end-of-stream marker). A torn or
-//!   bit-flipped entry is then reported as corrupt instead of being decoded into wrong rows.
-//!   Entries without the key (written by Lance) are decoded without the check; readers ignore
-//!   metadata they do not know.
+//! - memwal adds `memwal_checksum` = `v2:<8 hex digits>`: the CRC32C of the whole entry, its
+//!   schema message included (with these 8 digits read as `00000000`). A torn or bit-flipped
+//!   entry is then reported as corrupt instead of being decoded into wrong rows, or into the
+//!   right values under another field name, type or nullability. Entries of earlier memwal
+//!   builds hold `<8 hex digits>`, the CRC32C of the `writer_epoch` text and the bytes after the
+//!   schema message only; they are still checked that way. Entries without the key (written by
+//!   Lance) are decoded without the check; readers ignore metadata they do not know.
 
 use std::sync::Arc;
 
@@ -79,20 +81,55 @@ pub fn encode_sentinel(epoch: u64) -> Result<Bytes> {
     encode(&Schema::empty(), epoch, true, &[])
 }
 
-fn entry_schema(base: &Schema, epoch: u64, sentinel: bool, checksum: Option<u32>) -> Schema {
+/// The prefix of a whole-entry checksum value; 8 hex digits follow.
+const CHECKSUM_V2: &str = "v2:";
+/// The 8 digits as they count in the checksum of their own entry.
+const CHECKSUM_PLACEHOLDER: &[u8; 8] = b"00000000";
+
+fn entry_schema(base: &Schema, epoch: u64, sentinel: bool, checksum: Option<&str>) -> Schema {
     let mut md = base.metadata().clone();
     md.insert(WRITER_EPOCH_KEY.to_string(), epoch.to_string());
     if sentinel {
         md.insert(FENCE_SENTINEL_KEY.to_string(), "true".to_string());
     }
     if let Some(c) = checksum {
-        md.insert(CHECKSUM_KEY.to_string(), format!("{c:08x}"));
+        md.insert(CHECKSUM_KEY.to_string(), c.to_string());
     }
     Schema::new_with_metadata(base.fields().clone(), md)
 }
 
-fn checksum(epoch_text: &str, body: &[u8]) -> u32 {
+/// The checksum of an entry of an earlier build: `writer_epoch` text, then the body.
+fn checksum_v1(epoch_text: &str, body: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(epoch_text.as_bytes()), body)
+}
+
+/// The checksum of an entry whose schema message is `header` (its checksum digits as the
+/// placeholder) and whose remaining bytes are `body`.
+fn checksum_v2(header: &[u8], body: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(header), body)
+}
+
+/// Checksums are written in lowercase hex; anything else is damage (an upper-case digit
+/// would parse to the same number).
+fn is_lower_hex(b: u8) -> bool {
+    b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+}
+
+/// Where the 8 digits of the `v2:` checksum value sit in `bytes` (an entry, or its schema
+/// message alone), found through the flatbuffer itself: the value's bytes lie inside `bytes`.
+/// The value is recognised by its form (`v2:` and 8 hex digits) rather than by its key, so a
+/// damaged key (or key offset) cannot switch the check off. `None` if there is none.
+fn checksum_digits_at(bytes: &[u8]) -> Option<usize> {
+    let (prefix, end) = schema_message_len(bytes)?;
+    let message = arrow_ipc::root_as_message(&bytes[prefix..end]).ok()?;
+    let digits = message
+        .header_as_schema()?
+        .custom_metadata()?
+        .iter()
+        .filter_map(|kv| kv.value()?.strip_prefix(CHECKSUM_V2))
+        .find(|d| d.len() == 8 && d.bytes().all(is_lower_hex))?;
+    let at = (digits.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+    (at + 8 <= end).then_some(at)
 }
 
 fn encode(base: &Schema, epoch: u64, sentinel: bool, batches: &[RecordBatch]) -> Result<Bytes> {
@@ -114,12 +151,20 @@ fn encode(base: &Schema, epoch: u64, sentinel: bool, batches: &[RecordBatch]) ->
     }
     let stream = w.into_inner().map_err(encode_err)?;
     let body = &stream[schema_len..];
-    // Pass 2: the schema message with the checksum of that body.
-    let sum = checksum(&epoch.to_string(), body);
-    let schema = entry_schema(base, epoch, sentinel, Some(sum));
+    // Pass 2: the schema message with a placeholder checksum, which is then overwritten in
+    // place with the checksum of the whole entry (the same number of bytes).
+    let placeholder = format!(
+        "{CHECKSUM_V2}{}",
+        std::str::from_utf8(CHECKSUM_PLACEHOLDER).expect("ASCII")
+    );
+    let schema = entry_schema(base, epoch, sentinel, Some(&placeholder));
     let header = StreamWriter::try_new(Vec::new(), &schema).map_err(encode_err)?;
     let mut out = Vec::with_capacity(header.get_ref().len() + body.len());
     out.extend_from_slice(header.get_ref());
+    let at = checksum_digits_at(&out)
+        .ok_or_else(|| Error::io_msg("encoding a WAL entry: its checksum field was not found"))?;
+    let sum = checksum_v2(&out, body);
+    out[at..at + 8].copy_from_slice(format!("{sum:08x}").as_bytes());
     out.extend_from_slice(body);
     Ok(Bytes::from(out))
 }
@@ -188,10 +233,37 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
             None,
         )
     })?;
-    if let Some(expected) = md.get(CHECKSUM_KEY) {
-        let expected = u32::from_str_radix(expected, 16)
-            .map_err(|_| corrupt(format!("malformed checksum {expected:?}"), None))?;
-        let actual = checksum(epoch_text, &bytes[schema_end..]);
+    let hex = |digits: &[u8]| {
+        std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| d.len() == 8 && d.bytes().all(is_lower_hex))
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+            .ok_or_else(|| {
+                corrupt(
+                    format!("malformed checksum {:?}", String::from_utf8_lossy(digits)),
+                    None,
+                )
+            })
+    };
+    let v2_at = guarded(|| Ok(checksum_digits_at(&bytes))).ok().flatten();
+    let checked = if let Some(at) = v2_at {
+        let expected = hex(&bytes[at..at + 8])?;
+        let mut header = bytes[..schema_end].to_vec();
+        header[at..at + 8].copy_from_slice(CHECKSUM_PLACEHOLDER);
+        Some((expected, checksum_v2(&header, &bytes[schema_end..])))
+    } else if let Some(stored) = md.get(CHECKSUM_KEY) {
+        let expected = hex(stored.as_bytes())?;
+        Some((expected, checksum_v1(epoch_text, &bytes[schema_end..])))
+    } else if bytes[..schema_end]
+        .windows(CHECKSUM_KEY.len())
+        .any(|w| w == CHECKSUM_KEY.as_bytes())
+    {
+        // The key's text is there but no metadata entry leads to it: a damaged offset.
+        return Err(corrupt("its checksum metadata is damaged".into(), None));
+    } else {
+        None
+    };
+    if let Some((expected, actual)) = checked {
         if actual != expected {
             return Err(corrupt(
                 format!(
@@ -306,26 +378,56 @@ mod tests {
     }
 
     #[test]
-    fn flipped_bits_never_decode_into_different_rows() {
-        let original = batch(&[10, 20, 30]);
-        let bytes = encode_entry(3, std::slice::from_ref(&original)).unwrap();
+    fn every_flipped_bit_is_reported_as_corrupt() {
+        let bytes = encode_entry(3, &[batch(&[10, 20, 30])]).unwrap();
         for i in 0..bytes.len() {
-            for bit in [0u8, 3, 7] {
+            for bit in 0..8u8 {
                 let mut v = bytes.to_vec();
                 v[i] ^= 1 << bit;
-                match decode_entry(1, "wal/1", Bytes::from(v)) {
-                    Err(e) => assert_eq!(e.code(), crate::ErrorCode::Corrupt),
-                    // A flip in schema metadata padding or field-name bytes can still decode;
-                    // the rows themselves must then be unchanged or the schema must differ.
-                    Ok(e) => assert!(
-                        e.batches.first().map(|b| b.columns()) == Some(original.columns())
-                            || e.schema.fields() != original.schema().fields()
-                            || e.writer_epoch != 3,
-                        "byte {i} bit {bit} decoded into different rows"
-                    ),
-                }
+                let e = decode_entry(1, "wal/1", Bytes::from(v)).unwrap_err();
+                assert_eq!(e.code(), crate::ErrorCode::Corrupt, "byte {i} bit {bit}");
+                assert!(e.to_string().contains("wal/1"), "{e}");
             }
         }
+    }
+
+    // R3: the checksum covers the schema message too, so a flip there cannot hand a reader
+    // the right values under another field name, type or nullability.
+    #[test]
+    fn flipped_bits_in_the_schema_message_are_corrupt() {
+        let bytes = encode_entry(3, &[batch(&[10, 20, 30])]).unwrap();
+        let (_, schema_end) = schema_message_len(&bytes).unwrap();
+        for i in 0..schema_end {
+            for bit in 0..8u8 {
+                let mut v = bytes.to_vec();
+                v[i] ^= 1 << bit;
+                let e = decode_entry(1, "wal/1", Bytes::from(v)).unwrap_err();
+                assert_eq!(e.code(), crate::ErrorCode::Corrupt, "byte {i} bit {bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn entries_of_earlier_builds_are_checked_over_their_body() {
+        let b = batch(&[1, 2]);
+        let body = {
+            let schema = entry_schema(b.schema().as_ref(), 4, false, None);
+            let mut w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
+            let start = w.get_ref().len();
+            w.write(&b).unwrap();
+            w.into_inner().unwrap()[start..].to_vec()
+        };
+        let v1 = |sum: u32| {
+            let schema = entry_schema(b.schema().as_ref(), 4, false, Some(&format!("{sum:08x}")));
+            let w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
+            let mut out = w.get_ref().clone();
+            out.extend_from_slice(&body);
+            Bytes::from(out)
+        };
+        let e = decode_entry(2, "wal/2", v1(checksum_v1("4", &body))).unwrap();
+        assert_eq!((e.writer_epoch, e.batches), (4, vec![b.clone()]));
+        let e = decode_entry(2, "wal/2", v1(checksum_v1("4", &body) ^ 1)).unwrap_err();
+        assert!(e.to_string().contains("checksum mismatch"), "{e}");
     }
 
     #[test]
