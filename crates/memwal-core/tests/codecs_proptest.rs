@@ -325,6 +325,21 @@ proptest! {
         }
     }
 
+    /// R8: one damaged byte anywhere in an entry (schema message included) is always
+    /// reported as corrupt.
+    #[test]
+    fn one_damaged_byte_is_always_corrupt(
+        epoch in any::<u64>(),
+        batches in batches(),
+        at in any::<prop::sample::Index>(),
+        xor in 1u8..,
+    ) {
+        let bytes = encode_entry(epoch, &batches).unwrap();
+        let damaged = apply(&bytes, &[Edit::Xor(at, xor)]);
+        let e = decode_entry(7, OBJECT, Bytes::from(damaged)).unwrap_err();
+        prop_assert_eq!(e.code(), ErrorCode::Corrupt, "{}", e);
+    }
+
     /// R8: every manifest version reads back exactly as written.
     #[test]
     fn manifests_round_trip(m in manifest()) {
