@@ -185,9 +185,10 @@ class WriterProcess {
   readonly #waiters: Array<() => void> = []
   #next = 1
 
-  constructor(t: ExecutionContext, location: string, storage: StorageOptions) {
+  constructor(t: ExecutionContext, location: string, storage: StorageOptions, env: Record<string, string> = {}) {
     this.#child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ location, storage })], {
       stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
     })
     t.teardown(() => this.#child.kill())
     createInterface({ input: this.#child.stdout! }).on('line', (line) => {
@@ -303,4 +304,30 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
   exactlyOnce(await recovered(b1.shardId!), range(3000, 16))
   exactlyOnce(await recovered(b2.shardId!), range(4000, 16))
   t.is(a.ackedCount('a1'), end.acked!.length)
+})
+
+test('a process configured only by AWS_* environment variables reaches S3', async (t) => {
+  const s3 = await startS3Server(t)
+  const location = s3.location('env')
+  const child = new WriterProcess(
+    t,
+    location,
+    {},
+    {
+      AWS_ENDPOINT: s3.endpoint,
+      AWS_ALLOW_HTTP: 'true',
+      AWS_REGION: String(s3.storage.region),
+      AWS_ACCESS_KEY_ID: String(s3.storage.accessKeyId),
+      AWS_SECRET_ACCESS_KEY: String(s3.storage.secretAccessKey),
+    },
+  )
+  const w = await child.ok(t, { cmd: 'open', name: 'w' })
+  await child.ok(t, { cmd: 'put', name: 'w', ids: [1, 2, 3] })
+  await child.ok(t, { cmd: 'close', name: 'w' })
+  await child.exit()
+  const r = await ShardReader.open(location, { shardId: w.shardId!, storage: s3.storage })
+  t.deepEqual(
+    ids(await r.scan()).sort((x, y) => x - y),
+    [1, 2, 3],
+  )
 })
