@@ -240,9 +240,18 @@ async fn exhausted_retries_on_s3_poison_the_writer_and_lose_nothing_acknowledged
     shard.assert_recovered([1]).await;
 }
 
+/// Who retries a failed WAL put.
+#[derive(Debug, PartialEq)]
+enum RetriedBy {
+    /// object_store, inside one memwal attempt (5xx responses).
+    Client,
+    /// memwal, at the same WAL position (errors the client does not retry).
+    Memwal,
+}
+
 /// Durable puts while the server injects `fault` on the next `times` WAL PutObjects: every
 /// put is acknowledged, the writer is not fenced, and every row is in the WAL exactly once.
-async fn transient_faults_are_retried(fault: S3Fault, times: u32) {
+async fn transient_faults_are_retried(fault: S3Fault, times: u32, retried_by: Option<RetriedBy>) {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("retry"));
     let w = shard.open(durable()).await;
@@ -265,6 +274,13 @@ async fn transient_faults_are_retried(fault: S3Fault, times: u32) {
         server.faults().requests("PutObject") > before + 4,
         "{fault:?}: failed puts were retried"
     );
+    // memwal's own WAL put attempts: one per put unless it had to retry.
+    let attempts = shard.store.faults().wal_put_attempts();
+    match retried_by {
+        Some(RetriedBy::Client) => assert_eq!(attempts, 5, "{fault:?}: retried by the client"),
+        Some(RetriedBy::Memwal) => assert!(attempts > 5, "{fault:?}: retried by memwal"),
+        None => assert!(attempts >= 5),
+    }
     w.check_fenced().await.unwrap();
     assert_eq!(w.stats().wal_flush_count, 5, "{fault:?}: one entry per put");
     assert_eq!(
@@ -281,31 +297,32 @@ async fn transient_faults_are_retried(fault: S3Fault, times: u32) {
 
 #[tokio::test]
 async fn a_503_on_wal_puts_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Unavailable, 3).await;
+    transient_faults_are_retried(S3Fault::Unavailable, 3, Some(RetriedBy::Client)).await;
 }
 
 #[tokio::test]
 async fn a_500_on_wal_puts_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Internal, 3).await;
+    transient_faults_are_retried(S3Fault::Internal, 3, Some(RetriedBy::Client)).await;
 }
 
 #[tokio::test]
 async fn a_connection_reset_before_a_wal_put_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Reset, 3).await;
+    transient_faults_are_retried(S3Fault::Reset, 3, Some(RetriedBy::Memwal)).await;
 }
 
 // Reference §3.2, the ambiguous case: the put landed, the response was a 500, and
-// object_store's own retry met the object (412). memwal reads the slot back, finds exactly its
-// entry, and acknowledges: no PersistenceFailure, no second copy at the next slot.
+// object_store's own retry met the object (412, reported as "already exists" from inside one
+// memwal attempt). memwal reads the slot back, finds exactly its entry, and acknowledges: no
+// PersistenceFailure, no second copy at the next slot.
 #[tokio::test]
 async fn a_wal_put_that_landed_before_a_500_is_acknowledged_once() {
-    transient_faults_are_retried(S3Fault::InternalAfterApply, 3).await;
+    transient_faults_are_retried(S3Fault::InternalAfterApply, 3, Some(RetriedBy::Client)).await;
 }
 
 // The same with no response at all: the connection is reset after the put was applied.
 #[tokio::test]
 async fn a_wal_put_that_landed_before_a_connection_reset_is_acknowledged_once() {
-    transient_faults_are_retried(S3Fault::ResetAfterApply, 3).await;
+    transient_faults_are_retried(S3Fault::ResetAfterApply, 3, None).await;
 }
 
 // Failures of the reads memwal makes while resolving an ambiguous put (the read-back) and
