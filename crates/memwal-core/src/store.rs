@@ -234,7 +234,13 @@ impl Store {
                         object_store::Error::NotImplemented { .. } => {
                             unsafe_store(format!("it does not implement conditional create ({e})"))
                         }
-                        e => Error::io(format!("probing conditional create at {}", self.location), e),
+                        e => Error::io(
+                            format!(
+                                "probing conditional create at {}: a create-if-absent put failed. If the error persists, the store may not support conditional writes (S3 `If-None-Match: *`), which a writer needs to fence stale writers",
+                                self.location
+                            ),
+                            e,
+                        ),
                     })?;
                 let second = self
                     .put_if_absent(&probe, Bytes::from_static(b"2"))

@@ -424,3 +424,22 @@ async fn a_server_without_conditional_writes_is_refused_at_open() {
         .unwrap();
     w.close().await.unwrap();
 }
+
+// An S3-compatible store that rejects conditional writes outright (501) cannot host a writer
+// either; the error says why.
+#[tokio::test]
+async fn a_server_that_rejects_conditional_writes_fails_the_open_saying_why() {
+    let server = S3Server::start().await;
+    server.faults().set_reject_conditional_writes(true);
+    let store = server.store_with("rejects", &[("client_max_retries", "0")]);
+    let e = ShardWriter::open(store.clone(), schema(), durable())
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("conditional writes"), "{m}");
+    assert!(m.contains("s3://memwal/rejects"), "{m}");
+    assert!(
+        store.list_shards().await.unwrap().is_empty(),
+        "nothing was claimed"
+    );
+}

@@ -81,6 +81,7 @@ struct Rule {
 pub struct S3Faults {
     rules: Mutex<Vec<Rule>>,
     ignore_conditional: AtomicBool,
+    reject_conditional: AtomicBool,
     requests: Mutex<HashMap<&'static str, u64>>,
     injected: AtomicU64,
     latency_us: AtomicU64,
@@ -110,6 +111,12 @@ impl S3Faults {
     pub fn set_latency(&self, latency: std::time::Duration) {
         self.latency_us
             .store(latency.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// When on, PutObject with `If-None-Match` or `If-Match` fails with `501 Not Implemented`,
+    /// like an S3-compatible store that rejects conditional writes.
+    pub fn set_reject_conditional_writes(&self, on: bool) {
+        self.reject_conditional.store(on, Ordering::SeqCst);
     }
 
     /// Requests of operation `op` served so far (failed or not).
@@ -216,6 +223,12 @@ impl S3 for FaultyS3 {
         }
         let key = req.input.key.clone();
         let conditional = req.input.if_none_match.is_some() || req.input.if_match.is_some();
+        if conditional && self.faults.reject_conditional.load(Ordering::SeqCst) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "A header you provided implies functionality that is not implemented",
+            ));
+        }
         self.serve("PutObject", &key, req, |r| {
             Box::pin(async move {
                 let _guard = if conditional {
