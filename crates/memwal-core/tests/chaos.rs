@@ -95,6 +95,8 @@ impl Rng {
 enum Outcome {
     Ok,
     Failed(Error),
+    /// Still pending after `HANG` (itself a violation); its rows may or may not be there.
+    Hung,
 }
 
 #[derive(Debug)]
@@ -307,13 +309,13 @@ async fn client(w: Arc<ShardWriter>, h: Arc<History>, mut r: Rng, session: usize
         }
         let (batches, ids) = next_put(&mut r, &h);
         let invoke = h.tick();
-        let Some(result) = in_time(&h, &format!("put {ids:?}"), w.put(batches)).await else {
-            return;
-        };
+        let result = in_time(&h, &format!("put {ids:?}"), w.put(batches)).await;
         let done = h.tick();
+        let hung = result.is_none();
         let outcome = match result {
-            Ok(_) => Outcome::Ok,
-            Err(e) => {
+            None => Outcome::Hung,
+            Some(Ok(_)) => Outcome::Ok,
+            Some(Err(e)) => {
                 h.expect_persistence_failure(&format!("put {ids:?}"), &e);
                 h.saw_fence(done);
                 Outcome::Failed(e)
@@ -327,6 +329,9 @@ async fn client(w: Arc<ShardWriter>, h: Arc<History>, mut r: Rng, session: usize
             done,
             outcome,
         });
+        if hung {
+            return;
+        }
     }
 }
 
@@ -501,6 +506,7 @@ async fn run_seed(backend: &Backend, seed: u64) -> Vec<String> {
                 counts.failed += 1;
                 *counts.failures.entry(kind_of(e)).or_default() += 1;
             }
+            Outcome::Hung => counts.failed += 1,
         }
     }
     let mut v = std::mem::take(&mut *h.violations.lock().unwrap());
