@@ -85,17 +85,18 @@ export async function machineFloor(dir, { ms }) {
   }
 }
 
-/** Where the store_floor example binary is, or null. */
-export function rustFloorBinary(benchDir) {
-  const hint = path.join(benchDir, 'node_modules', '.store_floor_path')
-  const candidates = []
-  if (fs.existsSync(hint)) candidates.push(fs.readFileSync(hint, 'utf8').trim())
+/**
+ * Where the store_floor example binary is, or null: the newest release build
+ * (`target/<triple>/release`, `target/release`), else with `allowDebug` the debug build.
+ */
+export function rustFloorBinary(benchDir, { allowDebug = false } = {}) {
   const target = path.join(benchDir, '..', 'target')
-  if (fs.existsSync(target)) {
-    for (const t of fs.readdirSync(target)) candidates.push(path.join(target, t, 'release', 'examples', 'store_floor'))
-    candidates.push(path.join(target, 'release', 'examples', 'store_floor'))
-  }
-  return candidates.find((c) => fs.existsSync(c)) ?? null
+  if (!fs.existsSync(target)) return null
+  const exists = (list) => list.filter((c) => fs.existsSync(c))
+  const newest = (list) => list.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0] ?? null
+  const release = exists(fs.readdirSync(target).map((t) => path.join(target, t, 'release', 'examples', 'store_floor')))
+  const debug = allowDebug ? exists([path.join(target, 'debug', 'examples', 'store_floor')]) : []
+  return newest(release) ?? newest(debug)
 }
 
 /** Runs one Rust floor cell (a child process) and returns its JSON result. */

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
 import { renderChart } from './chart.mjs'
+import { summaryMarkdown } from './summary.mjs'
 import { arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
 import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalStore, sqliteStore } from './stores.mjs'
@@ -120,7 +121,7 @@ const payloadFor = (rows) => {
   return payloads.get(rows)
 }
 
-const RUST_BIN = rustFloorBinary(benchDir)
+const RUST_BIN = rustFloorBinary(benchDir, { allowDebug: MODE === 'smoke' })
 const STORES = {
   'floor-js': jsFloorStore(payloadFor),
   memwal: memwalStore(mods, pools21),
@@ -251,6 +252,12 @@ async function cell(
     r.walBytesPerEntry = counters?.walFlushCount ? counters.walFlushBytes / counters.walFlushCount : null
     r.walBytesPerRow = counters?.putRows ? counters.walFlushBytes / counters.putRows : null
     r.generationsFlushed = counters?.memtableFlushCount ?? null
+    r.generationFlushMs = counters?.memtableFlushCount
+      ? counters.memtableFlushTimeMs / counters.memtableFlushCount
+      : null
+    r.generationFlushMBps = counters?.memtableFlushTimeMs
+      ? (counters.memtableFlushRows * ROW_BYTES) / 1e6 / (counters.memtableFlushTimeMs / 1000)
+      : null
     r.backpressureWaitMs = counters?.backpressureWaitMs ?? null
     r.backpressureEvents = counters?.backpressureEvents ?? null
     r.tables = `prebuilt before timing (${poolSize(rows)} distinct Tables of ${rows} row${rows > 1 ? 's' : ''}, cycled): measures the store, not Table construction`
@@ -448,6 +455,11 @@ W.W7 = async () => {
       inflightAtClaim: inflight.length,
       inflightRejected: inflight.filter((r) => r.ok === false).length,
       inflightResolvedAndRecovered: inflight.filter((r) => r.ok && present.has(r.id)).length,
+      duringClaim: records.filter((r) => r.invoked >= t0 && r.invoked < tB).length,
+      duringClaimRejected: records.filter((r) => r.invoked >= t0 && r.invoked < tB && r.ok === false).length,
+      duringClaimResolvedAndRecovered: records.filter(
+        (r) => r.invoked >= t0 && r.invoked < tB && r.ok && present.has(r.id),
+      ).length,
       okAfterClaimInvoked: records.filter((r) => r.invoked >= tB && r.ok).length,
       okMissingAfterReopen: records.filter((r) => r.ok && !present.has(r.id)).length,
       nonFencedErrors: rejected.filter((r) => r.code !== 'FENCED' || r.reason !== 'PeerClaimedEpoch').length,
@@ -588,7 +600,9 @@ for (const w of ['W0', 'W1', 'W2', 'W3', 'W4', 'W5']) {
         r.putsPerWalEntry != null ? r.putsPerWalEntry.toFixed(1) : '',
         [
           r.errors ? `${r.errors} errors` : '',
-          r.generationsFlushed ? `${r.generationsFlushed} generations flushed` : '',
+          r.generationsFlushed
+            ? `${r.generationsFlushed} generations flushed (${fmtUs(r.generationFlushMs * 1000)} each, ${r.generationFlushMBps.toFixed(0)} MB/s)`
+            : '',
           r.backpressureWaitMs ? `stall ${fmtNum(r.backpressureWaitMs)} ms` : '',
           w === 'W5' && r.rssPeak
             ? `RSS +${fmtBytes(Math.max(0, r.rssPeak - r.rssStart))} (outside the JS heap +${fmtBytes(Math.max(0, r.rssOutsideHeapGrowth))})`
@@ -641,6 +655,9 @@ if (w7.length) {
     inflightAtClaim: sum('inflightAtClaim'),
     inflightRejected: sum('inflightRejected'),
     inflightResolvedAndRecovered: sum('inflightResolvedAndRecovered'),
+    duringClaim: sum('duringClaim'),
+    duringClaimRejected: sum('duringClaimRejected'),
+    duringClaimResolvedAndRecovered: sum('duringClaimResolvedAndRecovered'),
     okAfterClaimInvoked: sum('okAfterClaimInvoked'),
     okMissingAfterReopen: sum('okMissingAfterReopen'),
     nonFencedErrors: sum('nonFencedErrors'),
@@ -849,7 +866,7 @@ if (wanted('W6') && w6.length) {
       'replay of large entries ≥ 200 MB/s',
       big.replayMBps >= 200,
       big.replayMBps / 200,
-      `${big.kind}: ${big.walEntries} entries, ${fmtBytes(big.walBytes)} in ${fmtUs(big.openMs * 1000)} = ${big.replayMBps.toFixed(0)} MB/s (open = claim + replay; warm page cache; ratio = MB/s / 200)`,
+      `${big.kind}: ${big.walEntries} entries, ${fmtBytes(big.walBytes)} in ${fmtUs(big.openMs * 1000)} = ${big.replayMBps.toFixed(0)} MB/s (ratio = MB/s / 200); open = claim + replay, warm page cache`,
     )
 }
 if (w7Summary) {
@@ -866,13 +883,14 @@ if (w7Summary) {
     s.okMissingAfterReopen === 0 &&
     s.nonFencedErrors === 0 &&
     s.hung === 0 &&
-    s.inflightRejected + s.inflightResolvedAndRecovered === s.inflightAtClaim
+    s.inflightRejected + s.inflightResolvedAndRecovered === s.inflightAtClaim &&
+    s.duringClaimRejected + s.duringClaimResolvedAndRecovered === s.duringClaim
   target(
     'W7b',
     "the old writer's in-flight durable puts reject",
     ok,
     null,
-    `${s.inflightAtClaim} puts in flight when the claim started: ${s.inflightRejected} rejected with FencedError(PeerClaimedEpoch), ${s.inflightResolvedAndRecovered} resolved because their WAL entry landed before the fence sentinel (all recovered by the new writer); puts invoked after the claim returned that resolved: ${s.okAfterClaimInvoked}; acknowledged puts missing from the new writer's scan: ${s.okMissingAfterReopen}; other errors: ${s.nonFencedErrors}; hung: ${s.hung}; first rejection ${s.firstRejectAfterClaimMs ? fmtUs(s.firstRejectAfterClaimMs.p50 * 1000) : '-'} after the claim returned (p50; negative: before it returned)`,
+    `${s.inflightAtClaim} puts in flight when the claim started: ${s.inflightRejected} rejected with FencedError(PeerClaimedEpoch), ${s.inflightResolvedAndRecovered} resolved because their WAL entry landed before the fence sentinel (all recovered by the new writer); invoked while the claim ran: ${s.duringClaim} (${s.duringClaimRejected} rejected, ${s.duringClaimResolvedAndRecovered} resolved and recovered); puts invoked after the claim returned that resolved: ${s.okAfterClaimInvoked}; acknowledged puts missing from the new writer's scan: ${s.okMissingAfterReopen}; other errors: ${s.nonFencedErrors}; hung: ${s.hung}; first rejection ${s.firstRejectAfterClaimMs ? fmtUs(s.firstRejectAfterClaimMs.p50 * 1000) : '-'} after the claim returned (p50; negative: before it returned)`,
   )
 }
 
@@ -1003,6 +1021,7 @@ const outDir = SAVE_LATEST ? resultsDir : path.join(resultsDir, 'tmp')
 fs.mkdirSync(outDir, { recursive: true })
 const base = SAVE_LATEST ? 'latest' : MODE
 fs.writeFileSync(path.join(outDir, `${base}.json`), `${JSON.stringify(out, null, 2)}\n`)
+fs.writeFileSync(path.join(outDir, `${base}.md`), summaryMarkdown(out))
 try {
   const svg = await renderChart(out)
   fs.writeFileSync(path.join(outDir, `${base}.svg`), svg)

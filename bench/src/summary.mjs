@@ -1,0 +1,107 @@
+// A short Markdown summary of a report (machine floor, headline cells, targets), written next to
+// the JSON by run.mjs and pasted into the README's Performance section. Regenerate from a saved
+// report with: node bench/src/summary.mjs bench/results/latest.json
+
+import fs from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+import { fmtNum, fmtUs } from './util.mjs'
+
+const row = (cells) => `| ${cells.join(' | ')} |`
+
+export function summaryMarkdown(report) {
+  const f = report.machine.floor
+  const v = report.machine.versions
+  const load = report.machine.loadavgAtStart
+  const find = (w, store, rows, clients, pred = () => true) =>
+    report.cells.find(
+      (c) => c.workload === w && c.store === store && c.rows === rows && c.clients === clients && pred(c),
+    )
+  const durable = (c) => c.durable
+  const lines = []
+  lines.push(
+    `Run of ${report.generatedAt.slice(0, 10)} (${report.mode}, ${Math.round(report.totalSeconds / 60)} min): ${v.cpu}, ${v.memoryGiB} GiB, ${report.machine.fs.type} on ${report.machine.fs.device}, ${v.kernel}, Node ${v.node}${load ? `; load average at start ${load.map((x) => x.toFixed(1)).join(' / ')}` : ''}.`,
+  )
+  lines.push('')
+  lines.push(row(['machine floor', 'p50', 'p99']))
+  lines.push(row(['---', '---:', '---:']))
+  lines.push(row(['fdatasync of a 100 B append', fmtUs(f.fdatasyncAppend100B.p50), fmtUs(f.fdatasyncAppend100B.p99)]))
+  lines.push(
+    row([
+      'durable publish of a new file (write, fdatasync, rename, dir fsync)',
+      fmtUs(f.publishNewFile100B.p50),
+      fmtUs(f.publishNewFile100B.p99),
+    ]),
+  )
+  lines.push(row(['Node async hop (libuv round trip)', fmtUs(f.asyncHop.p50), fmtUs(f.asyncHop.p99)]))
+  lines.push(
+    row([
+      'memcpy (1 MiB / 64 MiB)',
+      `${f.memcpyGBs.inCache1MiB.toFixed(0)} GB/s`,
+      `${f.memcpyGBs.dram64MiB.toFixed(0)} GB/s`,
+    ]),
+  )
+  lines.push('')
+  const stores = ['memwal', 'floor-js', 'floor-rust', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+  const headline = [
+    [
+      'W1 lone durable 1-row put: p50 / p99',
+      (s) => find('W1', s, 1, 1, durable),
+      (c) => `${fmtUs(c.latencyUs.p50)} / ${fmtUs(c.latencyUs.p99)}`,
+    ],
+    ['W2 durable 1-row puts/s, 1 client', (s) => find('W2', s, 1, 1, durable), (c) => fmtNum(c.putsPerSec)],
+    [
+      'W2 durable 1-row puts/s, 64 clients (puts per WAL entry)',
+      (s) => find('W2', s, 1, 64, durable),
+      (c) => `${fmtNum(c.putsPerSec)}${c.putsPerWalEntry ? ` (${c.putsPerWalEntry.toFixed(0)})` : ''}`,
+    ],
+    [
+      'W3 durable 10,000-row batches, rows/s (best of 1 and 8 clients)',
+      (s) =>
+        [find('W3', s, 10000, 1, durable), find('W3', s, 10000, 8, durable)]
+          .filter(Boolean)
+          .sort((a, b) => b.rowsPerSec - a.rowsPerSec)[0],
+      (c) => fmtNum(c.rowsPerSec),
+    ],
+    ['W4 non-durable 1-row put, 1 client: p50', (s) => find('W4', s, 1, 1), (c) => fmtUs(c.latencyUs.p50)],
+    ['W4 non-durable 1-row puts/s, 64 clients', (s) => find('W4', s, 1, 64), (c) => fmtNum(c.putsPerSec)],
+  ]
+  lines.push(row(['', ...stores]))
+  lines.push(row(['---', ...stores.map(() => '---:')]))
+  for (const [name, pick, fmt] of headline) {
+    lines.push(
+      row([
+        name,
+        ...stores.map((s) => {
+          const c = pick(s)
+          return c ? fmt(c) : '-'
+        }),
+      ]),
+    )
+  }
+  lines.push('')
+  lines.push('LanceDB issues no fsync on a local directory, so its column is not durable (an upper bound).')
+  lines.push('')
+  lines.push(row(['target', 'result', 'ratio', 'measured']))
+  lines.push(row(['---', '---', '---:', '---']))
+  for (const t of report.targets) {
+    lines.push(
+      row([
+        `${t.id}: ${t.target}`,
+        t.met === null ? 'n/a' : t.met ? 'met' : '**missed**',
+        t.ratio === null ? '' : t.ratio.toFixed(2),
+        // The headline of the detail; the full text is in the JSON and on stdout.
+        t.detail
+          .replace(/ \(ratio = [^)]*\)/, '')
+          .split('; ')[0]
+          .replaceAll('|', '/'),
+      ]),
+    )
+  }
+  return `${lines.join('\n')}\n`
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const file = process.argv[2] ?? new URL('../results/latest.json', import.meta.url)
+  process.stdout.write(summaryMarkdown(JSON.parse(fs.readFileSync(file, 'utf8'))))
+}
