@@ -540,7 +540,9 @@ say(
 say(`loadavg at start: ${loadStart.map((x) => x.toFixed(2)).join(' ')}`)
 if (!RUST_BIN) say('note: the Rust store floor binary is missing (no cargo?): its rows are skipped')
 
-const order = ['W0', 'W1', 'W2', 'W3', 'W4', 'W5', 'W6', 'W7']
+// W5 runs first: its RSS bound is only meaningful before earlier cells have grown the heap and
+// the allocator's arenas (freed memory is reused without raising RSS). Reports keep W0-W7 order.
+const order = ['W5', 'W0', 'W1', 'W2', 'W3', 'W4', 'W6', 'W7']
 const workloadSeconds = {}
 for (const w of order) {
   if (!wanted(w)) continue

@@ -1,6 +1,7 @@
 // A short Markdown summary of a report (machine floor, headline cells, targets), written next to
-// the JSON by run.mjs and pasted into the README's Performance section. Regenerate from a saved
-// report with: node bench/src/summary.mjs bench/results/latest.json
+// the JSON by run.mjs. `node bench/src/summary.mjs [report.json]` prints it;
+// `node bench/src/summary.mjs --readme` puts the summary of results/latest.json into the README's
+// Performance section (between its markers).
 
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -101,7 +102,26 @@ export function summaryMarkdown(report) {
   return `${lines.join('\n')}\n`
 }
 
+const START = '<!-- bench summary: start (node bench/src/summary.mjs --readme) -->'
+const END = '<!-- bench summary: end -->'
+
+/** Replaces the README's summary between the markers with the summary of `report`. */
+export function updateReadme(readmePath, report) {
+  const text = fs.readFileSync(readmePath, 'utf8')
+  const a = text.indexOf(START)
+  const b = text.indexOf(END)
+  if (a < 0 || b < a) throw new Error(`${readmePath} has no bench summary markers`)
+  fs.writeFileSync(readmePath, `${text.slice(0, a + START.length)}\n\n${summaryMarkdown(report)}\n${text.slice(b)}`)
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const file = process.argv[2] ?? new URL('../results/latest.json', import.meta.url)
-  process.stdout.write(summaryMarkdown(JSON.parse(fs.readFileSync(file, 'utf8'))))
+  const args = process.argv.slice(2)
+  const file =
+    args.find((a) => !a.startsWith('--')) ?? fileURLToPath(new URL('../results/latest.json', import.meta.url))
+  const report = JSON.parse(fs.readFileSync(file, 'utf8'))
+  if (args.includes('--readme')) {
+    updateReadme(fileURLToPath(new URL('../../README.md', import.meta.url)), report)
+  } else {
+    process.stdout.write(summaryMarkdown(report))
+  }
 }
