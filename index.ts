@@ -1126,6 +1126,10 @@ export class ShardWriter {
   /**
    * Stops without flushing: rows not yet durable are dropped (as in a crash) and waiting
    * durable puts reject. Idempotent.
+   *
+   * Like a crash, it does not wait for a write already handed to the store: a WAL entry in
+   * flight may still land afterwards. Such an entry is valid and the next writer replays it,
+   * so treat the puts that `abort` rejected as "maybe written", never as "not written".
    */
   async abort(): Promise<void> {
     return call(() => this.#native.abort())

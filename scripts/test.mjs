@@ -38,7 +38,8 @@ const ava = await run(process.execPath, [fileURLToPath(new URL('../node_modules/
   FORCE_COLOR: '0',
 })
 {
-  const passed = sum(ava.text, /^\s*(\d+) tests? passed/gm)
+  // ava prints "N tests passed" only when nothing failed; otherwise count the passing lines.
+  const passed = Math.max(sum(ava.text, /^\s*(\d+) tests? passed/gm), (ava.text.match(/^\s*✔ /gm) ?? []).length)
   let failed =
     sum(ava.text, /^\s*(\d+) tests? failed/gm) +
     sum(ava.text, /^\s*(\d+) uncaught exceptions?/gm) +

@@ -127,8 +127,10 @@ export function rssSampler(ms = 50) {
   }
 }
 
+// abort() stops a writer's tasks without waiting for an append already handed to the disk; that
+// file can still appear while the directory is being removed, so retry on ENOTEMPTY.
 export function rmrf(p) {
-  fs.rmSync(p, { recursive: true, force: true })
+  fs.rmSync(p, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 })
 }
 
 export function fmtUs(us) {

@@ -809,6 +809,11 @@ impl ShardWriter {
     /// Stops everything without flushing: buffered rows that were not yet durable are
     /// discarded (as in a crash), waiting durable puts fail with "WAL flush handler exited
     /// before reporting durability". Idempotent.
+    ///
+    /// Like a crash, an abort does not wait for a write already handed to the store: a WAL
+    /// entry or generation file in flight may still land after `abort` returns. Such an entry
+    /// is valid (the next writer replays it, or fences it out with its sentinel), but its
+    /// puts were already rejected, so callers must treat them as "maybe written".
     pub async fn abort(&self) -> Result<()> {
         self.inner.lock().lifecycle = Lifecycle::Closed;
         if let Some(tasks) = self.take_tasks() {

@@ -237,7 +237,7 @@ impl Baseline {
     async fn damage(&self, target: &Path, variants: Vec<(String, Bytes)>) -> Vec<String> {
         assert!(!variants.is_empty());
         let variants = self.thin(variants);
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let n = variants.len();
         let found: Vec<String> = futures::stream::iter(variants)
             .map(|(label, bytes)| async move {
