@@ -129,8 +129,17 @@ export function rssSampler(ms = 50) {
 
 // abort() stops a writer's tasks without waiting for an append already handed to the disk; that
 // file can still appear while the directory is being removed, so retry on ENOTEMPTY.
+// (Node 20's own maxRetries does not cover a rmdir deep in the tree.)
 export function rmrf(p) {
-  fs.rmSync(p, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 })
+  for (let attempt = 1; ; attempt++) {
+    try {
+      fs.rmSync(p, { recursive: true, force: true })
+      return
+    } catch (e) {
+      if (e?.code !== 'ENOTEMPTY' || attempt >= 40) throw e
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50)
+    }
+  }
 }
 
 export function fmtUs(us) {
