@@ -81,6 +81,8 @@ export declare class NativeShardWriter {
   memtableStats(): NativeMemTableStats
   /** WAL statistics. */
   walStats(): NativeWalStats
+  /** Where open spent its time. */
+  openStats(): NativeOpenStats
   /** Write statistics. */
   stats(): NativeWriteStats
   /** The latest manifest. */
@@ -147,6 +149,13 @@ export interface NativeMemTableStats {
   pendingWalEstimatedBytes: number
   frozenMemtableCount: number
   frozenEstimatedBytes: number
+}
+
+export interface NativeOpenStats {
+  claimMs: number
+  replayMs: number
+  replayedEntries: number
+  replayedRows: number
 }
 
 /** One WAL entry. */

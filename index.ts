@@ -841,6 +841,22 @@ export interface WalStats {
   bytesAppended: number
 }
 
+/**
+ * Where {@link ShardWriter.open} spent its time. The claim ends once the previous writer is
+ * fenced (its next append fails); replay then rebuilds the MemTables from the WAL tail the
+ * previous writer left, so it grows with that tail.
+ */
+export interface OpenStats {
+  /** Milliseconds spent claiming the shard: the epoch CAS, finding the WAL tip, the fence sentinel. */
+  claimMs: number
+  /** Milliseconds spent replaying the WAL tail into MemTables (0 in WAL-only mode). */
+  replayMs: number
+  /** WAL entries replayed, fence sentinels included. */
+  replayedEntries: number
+  /** Rows replayed. */
+  replayedRows: number
+}
+
 /** Write counters. `putsPerWalEntry` is the group-commit factor of durable puts. */
 export interface WriteStats {
   /** Successful `put` and `putNoWait` calls. */
@@ -1092,6 +1108,11 @@ export class ShardWriter {
   async walStats(): Promise<WalStats> {
     const s = callSync(() => this.#native.walStats())
     return { ...s, fenceSentinelPosition: s.fenceSentinelPosition ?? null }
+  }
+
+  /** Where {@link ShardWriter.open} spent its time: claiming the shard, then replaying the WAL. */
+  openStats(): OpenStats {
+    return callSync(() => this.#native.openStats())
   }
 
   /** Write counters (puts, WAL entries, group-commit factor, generation flushes). */

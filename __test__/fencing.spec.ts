@@ -43,6 +43,12 @@ test('a second writer replays the first writer’s durable rows and fences it', 
   const b = await ShardWriter.open(dir, { schema, shardId: a.shardId })
   t.deepEqual(ids(await b.scan()), [1, 2, 3])
   t.is((await b.walStats()).fenceSentinelPosition, 3)
+  // Open reports its two phases: the claim (after which `a` is fenced), then the replay of
+  // the two entries `a` left and b's own sentinel.
+  t.like(a.openStats(), { replayedEntries: 0, replayedRows: 0 })
+  const opened = b.openStats()
+  t.like(opened, { replayedEntries: 3, replayedRows: 3 })
+  t.true(opened.claimMs > 0 && opened.replayMs > 0, JSON.stringify(opened))
   const e = await t.throwsAsync(a.put(rows([4])), { instanceOf: FencedError })
   t.is(e?.fenceReason, 'PeerClaimedEpoch')
   // The fence is latched: every later call fails fast with the same typed error.

@@ -33,7 +33,7 @@ pub use error::{Error, ErrorCode, FenceReason, Result};
 pub use flush::DurableWatcher;
 pub use manifest::{FlushedGeneration, ShardManifest};
 pub use reader::{ScanResult, ShardReader, WalTailer};
-pub use stats::{MemTableStats, WalStats, WriteStats};
+pub use stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 pub use store::Store;
 pub use wal::WalEntry;
 pub use writer::{ShardWriter, TryPut, ValidatedBatches, WriteResult};

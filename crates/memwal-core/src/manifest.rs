@@ -325,8 +325,8 @@ impl ManifestStore {
     }
 
     /// Creates `m` at its version. `AlreadyExists` unless the version already holds exactly
-    /// these bytes (our own write whose acknowledgement was lost). Updates the hint on success.
-    pub async fn write(&self, m: &ShardManifest) -> Result<CreateOutcome> {
+    /// these bytes (our own write whose acknowledgement was lost). Leaves the hint alone.
+    async fn create(&self, m: &ShardManifest) -> Result<CreateOutcome> {
         let path = self.paths.manifest(m.version);
         let bytes = m.encode_with_checksum();
         let outcome = match self.store.put_if_absent(&path, bytes.clone()).await {
@@ -356,6 +356,13 @@ impl ManifestStore {
             },
             o => o,
         };
+        Ok(outcome)
+    }
+
+    /// Creates `m` at its version (`AlreadyExists` unless the version already holds exactly
+    /// these bytes) and updates the version hint on success.
+    pub async fn write(&self, m: &ShardManifest) -> Result<CreateOutcome> {
+        let outcome = self.create(m).await?;
         if outcome == CreateOutcome::Created {
             let hint = Bytes::from(format!("{{\"version\":{}}}", m.version));
             // Best effort (reference §1.3): readers fall back to probing.
@@ -406,7 +413,10 @@ impl ManifestStore {
             let mut next = next;
             next.writer_id = writer_id.to_string();
             next.checksum = None;
-            match self.write(&next).await? {
+            // The version hint is left one version behind: it is best effort, readers probe
+            // its successors two at a time (a lag of one costs them nothing), and its durable
+            // overwrite would lengthen failover. The next commit moves it.
+            match self.create(&next).await? {
                 CreateOutcome::Created => return Ok(next),
                 CreateOutcome::AlreadyExists => {
                     if let Some(now) = self.read_latest().await?

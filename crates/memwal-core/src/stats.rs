@@ -42,6 +42,22 @@ pub struct WalStats {
     pub bytes_appended: u64,
 }
 
+/// Where [`crate::ShardWriter::open`] spent its time. The claim ends once the previous
+/// writer is fenced (its next append fails); replay then rebuilds the MemTables from the WAL,
+/// so it grows with the unflushed tail the previous writer left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenStats {
+    /// Claiming the shard: the epoch CAS on the manifest, finding the WAL tip and writing the
+    /// fence sentinel (plus, once per store, the conditional-write probe).
+    pub claim: Duration,
+    /// Replaying the WAL tail into MemTables.
+    pub replay: Duration,
+    /// WAL entries replayed (fence sentinels included).
+    pub replayed_entries: u64,
+    /// Rows replayed.
+    pub replayed_rows: u64,
+}
+
 /// A snapshot of the write counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteStats {

@@ -46,6 +46,25 @@ pub enum CreateOutcome {
     AlreadyExists,
 }
 
+/// Outcome of a create at the first free of several locations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FirstFree {
+    /// We created the object at this index of the locations.
+    Created(usize),
+    /// This many of the locations, from the first, were found taken; nothing was written.
+    Taken(usize),
+}
+
+/// Put-option extension: if the put's location is taken, create the same data at these
+/// locations instead, the first free one in order. Only [`local::LocalStore`] reads it (it
+/// writes and syncs the data once for all of them); other stores ignore extensions.
+#[derive(Debug, Clone)]
+pub(crate) struct OrNext(pub Vec<Path>);
+
+/// Put-result extension of a put with [`OrNext`]: the index created (0: the put's location).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CreatedAt(pub usize);
+
 /// A handle on an object store plus the root prefix memwal works under. Cheap to clone;
 /// clones share the underlying store and its fault controller.
 #[derive(Clone)]
@@ -58,6 +77,8 @@ pub struct Store {
     /// store but memwal's own local and in-memory ones), and whether it was.
     create_check: Arc<tokio::sync::OnceCell<()>>,
     needs_create_check: bool,
+    /// Whether the backend honours [`OrNext`] (memwal's local store).
+    tries_next_locations: bool,
 }
 
 impl fmt::Debug for Store {
@@ -104,7 +125,9 @@ impl Store {
         let faults = Arc::new(Faults::default());
         let location = dir.display().to_string();
         let local = LocalStore::new(fs, dir, fsync, faults.clone());
-        Self::with_faults(Arc::new(local), Path::default(), location, faults)
+        let mut s = Self::with_faults(Arc::new(local), Path::default(), location, faults);
+        s.tries_next_locations = true;
+        s
     }
 
     /// A fresh, private in-memory store (nothing survives the process).
@@ -202,6 +225,7 @@ impl Store {
             location: location.into(),
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
+            tries_next_locations: false,
         }
     }
 
@@ -308,6 +332,41 @@ impl Store {
             Ok(_) => Ok(CreateOutcome::Created),
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(CreateOutcome::AlreadyExists),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `bytes` at the first free of `paths` (names in one directory), in order. A
+    /// local store writes and syncs the data once and then only tries names, so losing a race
+    /// for a slot costs a `link`, not another sync; elsewhere this is a create at `paths[0]`.
+    pub(crate) async fn put_if_absent_first_free(
+        &self,
+        paths: &[Path],
+        bytes: Bytes,
+    ) -> object_store::Result<FirstFree> {
+        let Some((first, rest)) = paths.split_first() else {
+            return Ok(FirstFree::Taken(0));
+        };
+        let mut opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let tried = if self.tries_next_locations {
+            opts.extensions.insert(OrNext(rest.to_vec()));
+            paths.len()
+        } else {
+            1
+        };
+        match self
+            .object_store
+            .put_opts(first, PutPayload::from_bytes(bytes), opts)
+            .await
+        {
+            Ok(r) => Ok(FirstFree::Created(
+                r.extensions.get::<CreatedAt>().map_or(0, |c| c.0),
+            )),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => Ok(FirstFree::Taken(tried)),
             Err(e) => Err(e),
         }
     }
@@ -1022,6 +1081,56 @@ mod tests {
             assert_eq!(r, CreateOutcome::AlreadyExists);
             assert_eq!(store.get(&p).await.unwrap().unwrap().as_ref(), b"a");
             assert!(store.exists(&p).await.unwrap());
+        }
+    }
+
+    // A lost race for a slot must not cost another data sync: a local store writes the data
+    // once and links it at the first free name; other stores try only the first name.
+    #[tokio::test]
+    async fn put_if_absent_first_free_takes_the_first_free_slot_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for (store, tries_all) in [
+            (Store::local(dir.path()).unwrap(), true),
+            (Store::memory(), false),
+        ] {
+            let paths = store.shard_paths(Uuid::new_v4());
+            let slots: Vec<Path> = (1..=4).map(|p| paths.wal_entry(p)).collect();
+            for p in &slots[..2] {
+                store
+                    .put_if_absent(p, Bytes::from_static(b"old"))
+                    .await
+                    .unwrap();
+            }
+            let r = store
+                .put_if_absent_first_free(&slots, Bytes::from_static(b"new"))
+                .await
+                .unwrap();
+            if tries_all {
+                assert_eq!(r, FirstFree::Created(2));
+                assert_eq!(
+                    store.get(&slots[2]).await.unwrap().unwrap().as_ref(),
+                    b"new"
+                );
+                assert!(!store.exists(&slots[3]).await.unwrap(), "one slot only");
+                let r = store
+                    .put_if_absent_first_free(&slots[..3], Bytes::from_static(b"x"))
+                    .await
+                    .unwrap();
+                assert_eq!(r, FirstFree::Taken(3));
+            } else {
+                assert_eq!(r, FirstFree::Taken(1));
+                assert!(!store.exists(&slots[2]).await.unwrap());
+            }
+            for p in &slots[..2] {
+                assert_eq!(store.get(p).await.unwrap().unwrap().as_ref(), b"old");
+            }
+            let listed = store.list(&paths.wal_dir()).await.unwrap();
+            assert!(
+                listed
+                    .iter()
+                    .all(|m| m.location.filename().is_some_and(|n| !n.starts_with('.'))),
+                "no staging file left behind: {listed:?}"
+            );
         }
     }
 }

@@ -22,8 +22,8 @@ pub use entry::WalEntry;
 use crate::error::{Error, Result};
 use crate::store::{ShardPaths, Store, parse_bitrev64_name};
 
-/// How many HEADs tip discovery spends before falling back to a LIST (reference §1.4).
-const MAX_TIP_PROBES: u64 = 4096;
+/// HEADs issued at once while searching for the WAL tip.
+const TIP_FANOUT: u64 = 16;
 /// Entries fetched concurrently while reading a run of the WAL.
 const READ_AHEAD: u64 = 16;
 
@@ -70,8 +70,14 @@ pub async fn read_run(
 }
 
 /// The first empty WAL position, starting the search at `hint` (a position believed to
-/// exist, or 0): HEAD probes forward from the hint, then a LIST if the hint is wrong or the
-/// probe budget runs out.
+/// exist, or 0): HEAD probes forward from the hint, then a LIST if the hint is wrong.
+///
+/// Positions are filled in order (if entry N is not written, N+1 does not exist), so "exists"
+/// is monotone past the hint. The search gallops (hint+1, +2, +4, … +2^15, probed at once),
+/// then narrows the bracket with up to [`TIP_FANOUT`] evenly spaced probes at once: a few
+/// round trips whatever the distance. A new writer's hint is often far behind the tip, since
+/// the manifest's `wal_entry_position_last_seen` only moves at generation flushes; probing one
+/// by one made claiming a live shard cost one round trip per unflushed entry.
 pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Result<u64> {
     let exists = |p: u64| async move {
         store.exists(&paths.wal_entry(p)).await.map_err(|e| {
@@ -81,12 +87,47 @@ pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Resul
             )
         })
     };
+    // Probes `positions` (ascending) at once; the index of the first empty one.
+    let first_empty = |positions: Vec<u64>| async move {
+        let found = futures::future::try_join_all(positions.iter().map(|p| exists(*p))).await?;
+        Ok::<_, Error>(found.iter().position(|e| !e))
+    };
     let start = hint.max(1);
     if exists(start).await? {
-        for p in start + 1..start + 1 + MAX_TIP_PROBES {
-            if !exists(p).await? {
-                return Ok(p);
+        // Invariant: `lo` exists and `hi` was empty when probed.
+        let mut lo = start;
+        let mut hi = None;
+        while hi.is_none() {
+            let gallop: Vec<u64> = (0..TIP_FANOUT)
+                .map_while(|k| lo.checked_add(1 << k))
+                .collect();
+            let Some(&last) = gallop.last() else { break };
+            match first_empty(gallop.clone()).await? {
+                Some(i) => {
+                    lo = if i == 0 { lo } else { gallop[i - 1] };
+                    hi = Some(gallop[i]);
+                }
+                None => lo = last,
             }
+        }
+        if let Some(mut hi) = hi {
+            while hi - lo > 1 {
+                let step = ((hi - lo) / (TIP_FANOUT + 1)).max(1);
+                let probes: Vec<u64> = (1..=TIP_FANOUT)
+                    .map(|j| lo + j * step)
+                    .take_while(|p| *p < hi)
+                    .collect();
+                match first_empty(probes.clone()).await? {
+                    Some(i) => {
+                        if i > 0 {
+                            lo = probes[i - 1];
+                        }
+                        hi = probes[i];
+                    }
+                    None => lo = *probes.last().expect("hi - lo > 1 leaves a probe"),
+                }
+            }
+            return Ok(hi);
         }
     } else if start == 1 {
         return Ok(1);

@@ -31,7 +31,7 @@ use crate::flush::{DurableWatcher, TerminalLatch, put_completion};
 use crate::manifest::{ManifestStore, ShardManifest};
 use crate::memtable::MemTable;
 use crate::reader::read_generation;
-use crate::stats::{MemTableStats, StatsRecorder, WalStats, WriteStats};
+use crate::stats::{MemTableStats, OpenStats, StatsRecorder, WalStats, WriteStats};
 use crate::store::Store;
 use crate::wal::{self, WalAppender};
 use shared::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
@@ -128,6 +128,7 @@ impl ShardWriter {
                 "schema has no fields; a shard needs at least one column",
             ));
         }
+        let started = Instant::now();
         store.check_conditional_create().await?;
         let shard_id = config.shard_id.unwrap_or_else(Uuid::new_v4);
         let paths = store.shard_paths(shard_id);
@@ -153,6 +154,11 @@ impl ShardWriter {
         } else {
             None
         };
+        let claimed = Instant::now();
+        let mut open_stats = OpenStats {
+            claim: claimed - started,
+            ..OpenStats::default()
+        };
         store.faults().pause_point("open-before-replay").await;
         let (wal_tx, wal_rx) = mpsc::unbounded_channel();
         let (gen_tx, gen_rx) = mpsc::unbounded_channel();
@@ -170,6 +176,9 @@ impl ShardWriter {
             .await?;
             appender.set_next_position(r.next_position.max(appender.next_position()));
             replayed_frozen = r.frozen;
+            open_stats.replay = claimed.elapsed();
+            open_stats.replayed_entries = r.entries;
+            open_stats.replayed_rows = r.rows;
             Mode::MemTable(MemTableState {
                 active: r.active,
                 frozen: VecDeque::new(),
@@ -199,6 +208,7 @@ impl ShardWriter {
             gen_tx,
             next_wal_position: AtomicU64::new(appender.next_position()),
             fence_sentinel_position,
+            open_stats,
             config,
             #[cfg(feature = "legacy-watermark-bug")]
             legacy_watermark: watch::Sender::new(0),
@@ -659,6 +669,12 @@ impl ShardWriter {
             entries_appended: s.wal_flush_count,
             bytes_appended: s.wal_flush_bytes,
         }
+    }
+
+    /// Where [`ShardWriter::open`] spent its time: claiming the shard (after which the
+    /// previous writer is fenced) and replaying the WAL tail.
+    pub fn open_stats(&self) -> OpenStats {
+        self.inner.open_stats
     }
 
     /// Write statistics.

@@ -376,3 +376,28 @@ async fn a_slot_taken_by_lower_epoch_data_still_poisons() {
     );
     assert!(e.to_string().contains("already taken"), "{e}");
 }
+
+// Open reports its phases: the claim (after which the predecessor is fenced) and the replay
+// of what the predecessor left, counted in entries (its own fence sentinel included) and rows.
+#[tokio::test]
+async fn open_stats_split_the_claim_from_the_replay() {
+    for backend in Backend::all() {
+        let shard = Shard::new(&backend.store);
+        let a = shard.open(durable()).await;
+        let fresh = a.open_stats();
+        assert_eq!((fresh.replayed_entries, fresh.replayed_rows), (0, 0));
+        a.put(vec![batch([1, 2])]).await.unwrap();
+        a.put(vec![batch([3])]).await.unwrap();
+        let b = shard.open(durable()).await;
+        let s = b.open_stats();
+        assert_eq!(b.wal_stats().fence_sentinel_position, Some(3));
+        assert_eq!(
+            (s.replayed_entries, s.replayed_rows),
+            (3, 3),
+            "{}",
+            backend.name
+        );
+        assert!(s.claim > std::time::Duration::ZERO, "{s:?}");
+        b.close().await.unwrap();
+    }
+}

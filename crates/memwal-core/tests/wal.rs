@@ -624,3 +624,55 @@ async fn a_tailer_finds_the_tip_past_a_corrupt_manifest() {
         assert!(t.read(2).await.unwrap().is_some());
     }
 }
+
+// The manifest's tip hint lags (it moves only at generation flushes), so a new writer or a
+// tailer often starts far behind the tip. Finding it must take a few round trips whatever
+// the distance, not one per entry: probing one by one made claiming a live shard cost tens of
+// milliseconds locally and one S3 round trip per unflushed entry. Every HEAD here takes 10 ms
+// of (paused) time, so elapsed time counts the sequential rounds.
+#[tokio::test(start_paused = true)]
+async fn the_tip_is_found_in_a_few_rounds_of_heads() {
+    let backend = Backend::memory();
+    let store = &backend.store;
+    let paths = store.shard_paths(uuid::Uuid::new_v4());
+    let rtt = std::time::Duration::from_millis(10);
+    store
+        .faults()
+        .set_chaos(Some(memwal_core::store::faults::Chaos {
+            seed: 1,
+            fail_before: 0.0,
+            fail_after: 0.0,
+            latency: rtt,
+            jitter: std::time::Duration::ZERO,
+        }));
+    let mut planted = 0;
+    for n in [
+        0u64, 1, 2, 3, 16, 17, 18, 33, 100, 255, 256, 257, 300, 4097, 40_000,
+    ] {
+        while planted < n {
+            planted += 1;
+            backend
+                .plant(&paths.wal_entry(planted), bytes::Bytes::from_static(b"x"))
+                .await;
+        }
+        for hint in [0, 1, n / 3, n.saturating_sub(1), n] {
+            let heads = store.faults().wal_heads();
+            let started = tokio::time::Instant::now();
+            let tip = memwal_core::wal::discover_tip(store, &paths, hint)
+                .await
+                .unwrap();
+            assert_eq!(tip, n + 1, "tip of a {n}-entry WAL from hint {hint}");
+            let rounds = started.elapsed().as_millis() / rtt.as_millis();
+            let heads = store.faults().wal_heads() - heads;
+            // One HEAD of the hint, one or two gallops, then ⌈log17(bracket)⌉ narrowing rounds.
+            assert!(
+                rounds <= 6,
+                "{rounds} rounds for a {n}-entry WAL from hint {hint}"
+            );
+            assert!(
+                heads <= 1 + 16 * rounds as u64,
+                "{heads} HEADs in {rounds} rounds"
+            );
+        }
+    }
+}

@@ -2,8 +2,8 @@
 //! Numbers cross as JS numbers (exact up to 2^53); sizes in bytes, durations in milliseconds.
 
 use memwal_core::{
-    BatchRange, FlushedGeneration, MemTableStats, ShardManifest, WalStats, WriteResult, WriteStats,
-    WriterConfig,
+    BatchRange, FlushedGeneration, MemTableStats, OpenStats, ShardManifest, WalStats, WriteResult,
+    WriteStats, WriterConfig,
 };
 use napi_derive::napi;
 use uuid::Uuid;
@@ -173,6 +173,25 @@ impl From<WalStats> for NativeWalStats {
             fence_sentinel_position: s.fence_sentinel_position.map(|p| p as f64),
             entries_appended: s.entries_appended as f64,
             bytes_appended: s.bytes_appended as f64,
+        }
+    }
+}
+
+#[napi(object, object_from_js = false)]
+pub struct NativeOpenStats {
+    pub claim_ms: f64,
+    pub replay_ms: f64,
+    pub replayed_entries: f64,
+    pub replayed_rows: f64,
+}
+
+impl From<OpenStats> for NativeOpenStats {
+    fn from(s: OpenStats) -> Self {
+        NativeOpenStats {
+            claim_ms: s.claim.as_secs_f64() * 1000.0,
+            replay_ms: s.replay.as_secs_f64() * 1000.0,
+            replayed_entries: s.replayed_entries as f64,
+            replayed_rows: s.replayed_rows as f64,
         }
     }
 }

@@ -10,8 +10,8 @@ use napi::bindgen_prelude::{Buffer, Float64Array, PromiseRaw, Uint8Array};
 use napi_derive::napi;
 
 use crate::convert::{
-    NativeManifest, NativeMemTableStats, NativeWalStats, NativeWriteResult, NativeWriteStats,
-    NativeWriterOptions,
+    NativeManifest, NativeMemTableStats, NativeOpenStats, NativeWalStats, NativeWriteResult,
+    NativeWriteStats, NativeWriterOptions,
 };
 use crate::error::{IntoNapi, invalid};
 use crate::store::NativeObjectStore;
@@ -287,6 +287,12 @@ impl NativeShardWriter {
     #[napi(catch_unwind)]
     pub fn wal_stats(&self) -> NativeWalStats {
         self.inner.wal_stats().into()
+    }
+
+    /// Where open spent its time.
+    #[napi(catch_unwind)]
+    pub fn open_stats(&self) -> NativeOpenStats {
+        self.inner.open_stats().into()
     }
 
     /// Write statistics.

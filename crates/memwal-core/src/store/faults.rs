@@ -9,6 +9,7 @@
 //! - `set_lost_ack(true)`: a failing WAL put *lands* before its error is returned, the ambiguous
 //!   "request applied, response lost" case of reference §3.2.
 //! - `wal_put_attempts()`: how many WAL puts were attempted, failed or not.
+//! - `wal_heads()`: how many HEADs probed WAL entries (tip discovery's cost).
 //! - `fail_wal_syncs(n)`: the next `n` syncs of a WAL entry (its data or its directory) fail
 //!   like an `fsync` returning EIO (local stores only: [`super::local::LocalStore`] consults
 //!   this controller at each of its persistence points).
@@ -119,6 +120,7 @@ pub struct Faults {
     fail_wal_puts: AtomicU64,
     lost_ack: AtomicBool,
     wal_put_attempts: AtomicU64,
+    wal_heads: AtomicU64,
     fail_wal_syncs: AtomicU64,
     skip_wal_syncs: AtomicU64,
 }
@@ -231,6 +233,11 @@ impl Faults {
         self.wal_put_attempts.load(Ordering::SeqCst)
     }
 
+    /// HEADs of WAL entries issued through this store so far.
+    pub fn wal_heads(&self) -> u64 {
+        self.wal_heads.load(Ordering::SeqCst)
+    }
+
     /// Counts one WAL put attempt and decides whether it fails.
     fn take_wal_put_failure(&self) -> bool {
         self.wal_put_attempts.fetch_add(1, Ordering::SeqCst);
@@ -337,6 +344,9 @@ impl ObjectStore for FaultInjectingStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.head && is_wal_path(location) {
+            self.faults.wal_heads.fetch_add(1, Ordering::SeqCst);
+        }
         self.before(location, false).await?;
         self.inner.get_opts(location, options).await
     }

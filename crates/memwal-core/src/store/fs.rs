@@ -28,6 +28,25 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
     /// stable storage before the name is published. The new directory entry is durable only
     /// after `sync_dir` of the parent.
     fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
+    /// `create_file` at the first of `paths` (all in one directory) that does not exist, in
+    /// order: the index of the name created, `AlreadyExists` if every name exists. A file
+    /// system that can should write and sync the data once and then only try names, so that
+    /// a lost race for one name costs a `link`, not another sync.
+    fn create_file_first_free(
+        &self,
+        paths: &[PathBuf],
+        data: &[u8],
+        sync: bool,
+    ) -> io::Result<usize> {
+        for (i, path) in paths.iter().enumerate() {
+            match self.create_file(path, data, sync) {
+                Ok(()) => return Ok(i),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(all_exist(paths))
+    }
     /// Atomically replaces (or creates) `path` with `data`; with `sync`, data flushed first.
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
     /// Creates one directory; `AlreadyExists` if it exists.
@@ -48,6 +67,20 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
             Err(e) => Err(e),
         }
     }
+}
+
+fn all_exist(paths: &[PathBuf]) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} and the {} names after it exist",
+            paths
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            paths.len().saturating_sub(1)
+        ),
+    )
 }
 
 /// Prefix of staging files; names starting with it are never objects.
@@ -93,16 +126,16 @@ fn write_staging(path: &Path, data: &[u8], sync: bool) -> io::Result<PathBuf> {
 }
 
 /// Linux: write an unnamed file in the target directory (`O_TMPFILE`), sync it, then give it
-/// its name with `linkat`, which fails if the name exists. No staging name is created or
-/// removed, so the directory changes once per put. `None` when the file system or kernel
-/// cannot do this (the caller then uses a staging file).
+/// the first free of `paths` with `linkat`, which fails if the name exists. No staging name is
+/// created or removed, so the directory changes once per put. `None` when the file system or
+/// kernel cannot do this (the caller then uses a staging file).
 #[cfg(target_os = "linux")]
-fn create_via_tmpfile(path: &Path, data: &[u8], sync: bool) -> Option<io::Result<()>> {
+fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::Result<usize>> {
     use rustix::fs::{AtFlags, CWD, Mode, OFlags, linkat, openat};
     use rustix::io::Errno;
     use std::os::fd::AsRawFd;
 
-    let (parent, name) = (path.parent()?, path.file_name()?);
+    let parent = paths.first()?.parent()?;
     let dir = match openat(
         CWD,
         parent,
@@ -130,27 +163,58 @@ fn create_via_tmpfile(path: &Path, data: &[u8], sync: bool) -> Option<io::Result
         return Some(Err(e));
     }
     let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW) {
-        Ok(()) => Some(Ok(())),
-        // No /proc: fall back to a named staging file.
-        Err(Errno::NOENT) => None,
-        Err(e) => Some(Err(e.into())),
+    for (i, path) in paths.iter().enumerate() {
+        let name = path.file_name()?;
+        match linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW) {
+            Ok(()) => return Some(Ok(i)),
+            Err(Errno::EXIST) => {}
+            // No /proc: fall back to a named staging file.
+            Err(Errno::NOENT) => return None,
+            Err(e) => return Some(Err(e.into())),
+        }
     }
+    Some(Err(all_exist(paths)))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn create_via_tmpfile(_path: &Path, _data: &[u8], _sync: bool) -> Option<io::Result<()>> {
+fn create_via_tmpfile(_paths: &[PathBuf], _data: &[u8], _sync: bool) -> Option<io::Result<usize>> {
     None
 }
 
 impl Fs for StdFs {
     fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
-        if let Some(result) = create_via_tmpfile(path, data, sync) {
+        self.create_file_first_free(&[path.to_path_buf()], data, sync)
+            .map(|_| ())
+    }
+
+    fn create_file_first_free(
+        &self,
+        paths: &[PathBuf],
+        data: &[u8],
+        sync: bool,
+    ) -> io::Result<usize> {
+        if let Some(result) = create_via_tmpfile(paths, data, sync) {
             return result;
         }
-        let staging = write_staging(path, data, sync)?;
-        // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
-        let linked = fs::hard_link(&staging, path);
+        let Some(first) = paths.first() else {
+            return Err(all_exist(paths));
+        };
+        let staging = write_staging(first, data, sync)?;
+        let mut linked = Err(all_exist(paths));
+        for (i, path) in paths.iter().enumerate() {
+            // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
+            match fs::hard_link(&staging, path) {
+                Ok(()) => {
+                    linked = Ok(i);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    linked = Err(e);
+                    break;
+                }
+            }
+        }
         let _ = fs::remove_file(&staging);
         linked
     }
@@ -203,15 +267,21 @@ mod tests {
     fn tmpfile_publish_is_exclusive() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
-        match create_via_tmpfile(&p, b"one", true) {
+        let q = dir.path().join("y");
+        match create_via_tmpfile(std::slice::from_ref(&p), b"one", true) {
             // The file system cannot do it; `create_file` falls back to a staging file.
             None => return,
-            Some(r) => r.unwrap(),
+            Some(r) => assert_eq!(r.unwrap(), 0),
         }
-        let e = create_via_tmpfile(&p, b"two", true).unwrap().unwrap_err();
+        let both = [p.clone(), q.clone()];
+        assert_eq!(create_via_tmpfile(&both, b"two", true).unwrap().unwrap(), 1);
+        let e = create_via_tmpfile(&both, b"three", true)
+            .unwrap()
+            .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&p).unwrap(), b"one");
-        assert_eq!(StdFs.read_dir(dir.path()).unwrap().len(), 1);
+        assert_eq!(std::fs::read(&q).unwrap(), b"two");
+        assert_eq!(StdFs.read_dir(dir.path()).unwrap().len(), 2);
     }
 
     #[test]

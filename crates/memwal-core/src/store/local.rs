@@ -36,6 +36,7 @@ use object_store::{
 
 use super::faults::Faults;
 use super::fs::{Fs, STAGING_PREFIX};
+use super::{CreatedAt, OrNext};
 
 /// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
 /// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
@@ -212,7 +213,15 @@ impl Shared {
         Ok(())
     }
 
-    fn put_blocking(&self, location: &Path, data: Bytes, mode: &PutMode) -> io::Result<()> {
+    /// Writes `data` at `location` (or, for a create with `or_next`, at the first free of
+    /// `location` and `or_next`); the index written.
+    fn put_blocking(
+        &self,
+        location: &Path,
+        or_next: &[Path],
+        data: Bytes,
+        mode: &PutMode,
+    ) -> io::Result<usize> {
         let path = self.fs_path(location);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&parent)?;
@@ -227,11 +236,25 @@ impl Shared {
             }));
         }
         let written = match mode {
-            PutMode::Create => self.fs.create_file(&path, &data, sync),
-            PutMode::Overwrite => self.fs.replace_file(&path, &data, sync),
+            PutMode::Create if or_next.is_empty() => {
+                self.fs.create_file(&path, &data, sync).map(|()| 0)
+            }
+            PutMode::Create => {
+                let paths: Vec<PathBuf> = std::iter::once(path.clone())
+                    .chain(or_next.iter().map(|l| self.fs_path(l)))
+                    .collect();
+                if paths.iter().any(|p| p.parent() != Some(parent.as_path())) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "put with OrNext: every location must be in the same directory",
+                    ));
+                }
+                self.fs.create_file_first_free(&paths, &data, sync)
+            }
+            PutMode::Overwrite => self.fs.replace_file(&path, &data, sync).map(|()| 0),
             PutMode::Update(_) => unreachable!("rejected by put_opts"),
         };
-        written.map_err(|e| {
+        let created = written.map_err(|e| {
             if e.kind() == io::ErrorKind::AlreadyExists || e.kind() == io::ErrorKind::NotFound {
                 e
             } else if sync && e.kind() == io::ErrorKind::Other {
@@ -243,7 +266,8 @@ impl Shared {
                 e
             }
         })?;
-        self.sync_dir(&parent, wal)
+        self.sync_dir(&parent, wal)?;
+        Ok(created)
     }
 
     fn list_blocking(&self, prefix: Option<&Path>) -> io::Result<Vec<ObjectMeta>> {
@@ -338,13 +362,20 @@ impl ObjectStore for LocalStore {
         let location = location.clone();
         let mode = opts.mode.clone();
         let loc = location.clone();
-        blocking(move || me.put_blocking(&loc, data, &mode))
+        let or_next = opts
+            .extensions
+            .get::<OrNext>()
+            .map(|o| o.0.clone())
+            .unwrap_or_default();
+        let created = blocking(move || me.put_blocking(&loc, &or_next, data, &mode))
             .await?
             .map_err(|e| to_store_error(&location, e))?;
+        let mut extensions = object_store::Extensions::new();
+        extensions.insert(CreatedAt(created));
         Ok(PutResult {
             e_tag: None,
             version: None,
-            extensions: Default::default(),
+            extensions,
         })
     }
 

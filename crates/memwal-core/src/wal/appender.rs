@@ -29,7 +29,7 @@ use bytes::Bytes;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
-use crate::store::{CreateOutcome, ShardPaths, Store};
+use crate::store::{CreateOutcome, FirstFree, ShardPaths, Store};
 use crate::wal::entry;
 
 /// What one successful append wrote.
@@ -47,6 +47,10 @@ pub struct AppendedEntry {
 
 /// Fence sentinel conflicts tolerated before giving up (reference §3.1).
 const MAX_SENTINEL_CONFLICTS: u32 = 1024;
+/// Consecutive WAL slots one fence-sentinel put may take, the first free in order. A live
+/// predecessor keeps appending while the sentinel's data syncs, so its exact tip is often
+/// taken by then; a local store syncs the sentinel once and then only tries names.
+const SENTINEL_SLOTS: u64 = 8;
 
 /// Appends WAL entries for one writer epoch. See the module docs.
 #[derive(Debug)]
@@ -242,34 +246,50 @@ impl WalAppender {
         let mut position = tip.max(1);
         let mut conflicts = 0u32;
         let mut failed_attempts = 0u32;
+        // After a failed put, one of ours may have landed: then go one slot at a time and
+        // read each taken slot back.
+        let mut ours_may_have_landed = false;
         loop {
+            let slots = if ours_may_have_landed {
+                1
+            } else {
+                SENTINEL_SLOTS
+            };
+            let candidates: Vec<_> = (position..position + slots)
+                .map(|p| self.paths.wal_entry(p))
+                .collect();
             match self
                 .store
-                .put_if_absent(&self.paths.wal_entry(position), bytes.clone())
+                .put_if_absent_first_free(&candidates, bytes.clone())
                 .await
             {
-                Ok(CreateOutcome::Created) => {
-                    self.next_position = position + 1;
-                    return Ok(position);
+                Ok(FirstFree::Created(i)) => {
+                    let at = position + i as u64;
+                    self.next_position = at + 1;
+                    return Ok(at);
                 }
-                Ok(CreateOutcome::AlreadyExists) => {
-                    // An attempt of ours (or of the store client) may have landed: a sentinel
-                    // of our epoch can only be ours, as epochs are claimed once.
-                    if let Ok(Some(e)) = super::read_entry(&self.store, &self.paths, position).await
+                Ok(FirstFree::Taken(taken)) => {
+                    // One slot: a retry inside the store client may have landed our first
+                    // attempt; a sentinel of our epoch can only be ours, as epochs are
+                    // claimed once. (Several slots come only from a local store, which does
+                    // not retry, and only before any failed put.)
+                    if taken == 1
+                        && let Ok(Some(e)) =
+                            super::read_entry(&self.store, &self.paths, position).await
                         && e.is_sentinel
                         && e.writer_epoch == self.epoch
                     {
                         self.next_position = position + 1;
                         return Ok(position);
                     }
-                    conflicts += 1;
+                    conflicts += taken as u32;
                     failed_attempts = 0;
                     if conflicts >= MAX_SENTINEL_CONFLICTS {
                         return Err(Error::io_msg(format!(
                             "fence sentinel write for shard {shard} failed after {conflicts} conflicts; retry the open"
                         )));
                     }
-                    position += 1;
+                    position += taken as u64;
                 }
                 Err(e) => {
                     if failed_attempts >= self.retry.max_retries {
@@ -281,6 +301,7 @@ impl WalAppender {
                         ));
                     }
                     failed_attempts += 1;
+                    ours_may_have_landed = true;
                     tokio::time::sleep(self.retry.delay(failed_attempts)).await;
                 }
             }

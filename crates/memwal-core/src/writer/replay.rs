@@ -29,6 +29,10 @@ pub(crate) struct Replayed {
     pub active: Arc<MemTable>,
     /// The first empty WAL position.
     pub next_position: u64,
+    /// Entries read (fence sentinels included).
+    pub entries: u64,
+    /// Rows put back into MemTables.
+    pub rows: u64,
 }
 
 pub(crate) async fn replay(
@@ -44,7 +48,9 @@ pub(crate) async fn replay(
     let max_size = config.max_memtable_size;
     let mut frozen = Vec::new();
     let mut active = Arc::new(MemTable::new(first_generation, capacity));
+    let (mut entries, mut rows) = (0u64, 0u64);
     let next_position = wal::read_run(store, paths, replay_after + 1, |entry| {
+        entries += 1;
         if entry.writer_epoch > epoch {
             return Err(Error::peer_claimed(format!(
                 "WAL replay aborted: entry at position {} has writer_epoch {} > our claimed epoch {epoch} for shard {} (writer was fenced during open)",
@@ -64,6 +70,7 @@ pub(crate) async fn replay(
             .collect::<Result<Vec<_>>>()
             .map_err(|e| Error::corrupt(object.as_ref(), format!("WAL entry does not match the shard schema: {e}"), None))?;
         let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
+        rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
         let rotate = |active: &mut Arc<MemTable>, frozen: &mut Vec<Arc<MemTable>>, cap: usize| {
             let next = Arc::new(MemTable::new(active.generation() + 1, cap));
             frozen.push(std::mem::replace(active, next));
@@ -96,5 +103,7 @@ pub(crate) async fn replay(
         frozen,
         active,
         next_position,
+        entries,
+        rows,
     })
 }

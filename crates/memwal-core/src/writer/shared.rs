@@ -27,7 +27,7 @@ use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{TerminalLatch, put_completion};
 use crate::manifest::{FlushedGeneration, ManifestStore};
 use crate::memtable::MemTable;
-use crate::stats::StatsRecorder;
+use crate::stats::{OpenStats, StatsRecorder};
 use crate::store::{ShardPaths, Store};
 
 /// Where a writer is in its life.
@@ -107,6 +107,8 @@ pub(crate) struct WriterInner {
     /// Mirror of the appender's next position, for stats.
     pub next_wal_position: AtomicU64,
     pub fence_sentinel_position: Option<u64>,
+    /// Where open spent its time.
+    pub open_stats: OpenStats,
     /// The seed report's bug, for the regression test's negative control only.
     #[cfg(feature = "legacy-watermark-bug")]
     pub legacy_watermark: watch::Sender<usize>,
