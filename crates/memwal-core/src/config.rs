@@ -48,7 +48,8 @@ pub struct WriterConfig {
     /// Base of the exponential retry backoff in milliseconds (doubles per retry, capped at
     /// 5 s). Default 50 ms.
     pub wal_persist_retry_base_delay_ms: u64,
-    /// Freeze the active MemTable when its estimated size reaches this many bytes.
+    /// Freeze the active MemTable when its estimated size reaches this many bytes (of heap,
+    /// fixed costs of each batch included: see [`crate::batch_store::estimated_batch_bytes`]).
     /// Default 256 MiB. Larger = fewer, bigger generation files and longer replays.
     pub max_memtable_size: u64,
     /// BatchStore capacity: freeze when the active MemTable holds this many batches.

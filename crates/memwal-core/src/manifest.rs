@@ -379,9 +379,26 @@ impl ManifestStore {
     /// an epoch at least as high as our target fails the claim with `PeerClaimedEpoch`. A
     /// shard recorded with a different schema fails with `SchemaMismatch` before claiming.
     pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
+        let latest = self.read_latest().await?;
+        self.claim_epoch_after(latest, schema, writer_id).await
+    }
+
+    /// [`ManifestStore::claim_epoch`] from `latest`, the newest manifest its caller has just
+    /// read (so the caller can start other reads from it while the claim writes); a version race
+    /// re-reads it.
+    pub async fn claim_epoch_after(
+        &self,
+        latest: Option<ShardManifest>,
+        schema: &Schema,
+        writer_id: &str,
+    ) -> Result<ShardManifest> {
         let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
+        let mut latest = Some(latest);
         for _ in 0..MAX_CLAIM_ATTEMPTS {
-            let latest = self.read_latest().await?;
+            let latest = match latest.take() {
+                Some(first) => first,
+                None => self.read_latest().await?,
+            };
             let next = match &latest {
                 Some(m) => {
                     if m.status == ShardStatus::Sealed as i32 {

@@ -134,12 +134,20 @@ impl ShardWriter {
         let paths = store.shard_paths(shard_id);
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         let writer_id = Uuid::new_v4().to_string();
-        let manifest = manifests.claim_epoch(&schema, &writer_id).await?;
+        // The WAL tip is searched while the epoch claim writes: the claim is the longer of the
+        // two (a durable create), and a tip found before the claim is still a safe start for
+        // the fence sentinel, which takes the first free slot at or after it (the predecessor
+        // appends in order, so it cannot pass a slot it has not reached).
+        let latest = manifests.read_latest().await?;
+        let hint = latest.as_ref().map_or(0, |m| {
+            m.wal_entry_position_last_seen
+                .max(m.replay_after_wal_entry_position)
+        });
+        let (manifest, tip) = tokio::try_join!(
+            manifests.claim_epoch_after(latest, &schema, &writer_id),
+            wal::discover_tip(&store, &paths, hint),
+        )?;
         let epoch = manifest.writer_epoch;
-        let hint = manifest
-            .wal_entry_position_last_seen
-            .max(manifest.replay_after_wal_entry_position);
-        let tip = wal::discover_tip(&store, &paths, hint).await?;
         let mut appender = WalAppender::new(
             store.clone(),
             paths.clone(),
