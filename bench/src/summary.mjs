@@ -10,6 +10,18 @@ import { fmtNum, fmtUs } from './util.mjs'
 
 const row = (cells) => `| ${cells.join(' | ')} |`
 
+/** A detail's text up to its first `; ` outside parentheses. */
+function firstClause(detail) {
+  let depth = 0
+  for (let i = 0; i < detail.length; i++) {
+    const c = detail[i]
+    if (c === '(') depth++
+    else if (c === ')') depth = Math.max(0, depth - 1)
+    else if (depth === 0 && detail.startsWith('; ', i)) return detail.slice(0, i)
+  }
+  return detail
+}
+
 export function summaryMarkdown(report) {
   const f = report.machine.floor
   const v = report.machine.versions
@@ -92,10 +104,7 @@ export function summaryMarkdown(report) {
         t.met === null ? 'n/a' : t.met ? 'met' : '**missed**',
         t.ratio === null ? '' : t.ratio.toFixed(2),
         // The headline of the detail; the full text is in the JSON and on stdout.
-        t.detail
-          .replace(/ \(ratio = [^)]*\)/, '')
-          .split('; ')[0]
-          .replaceAll('|', '/'),
+        firstClause(t.detail.replace(/ \(ratio = [^)]*\)/, '')).replaceAll('|', '/'),
       ]),
     )
   }
