@@ -38,14 +38,7 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
         data: &[u8],
         sync: bool,
     ) -> io::Result<usize> {
-        for (i, path) in paths.iter().enumerate() {
-            match self.create_file(path, data, sync) {
-                Ok(()) => return Ok(i),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Err(all_exist(paths))
+        first_free(paths, |path| self.create_file(path, data, sync))
     }
     /// Atomically replaces (or creates) `path` with `data`; with `sync`, data flushed first.
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
@@ -67,6 +60,22 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Tries `create` on each of `paths` in order: the index of the first it created, skipping
+/// names that exist (`AlreadyExists` if all do); any other error ends the search.
+fn first_free(
+    paths: &[PathBuf],
+    mut create: impl FnMut(&Path) -> io::Result<()>,
+) -> io::Result<usize> {
+    for (i, path) in paths.iter().enumerate() {
+        match create(path) {
+            Ok(()) => return Ok(i),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(all_exist(paths))
 }
 
 fn all_exist(paths: &[PathBuf]) -> io::Error {
@@ -200,21 +209,8 @@ impl Fs for StdFs {
             return Err(all_exist(paths));
         };
         let staging = write_staging(first, data, sync)?;
-        let mut linked = Err(all_exist(paths));
-        for (i, path) in paths.iter().enumerate() {
-            // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
-            match fs::hard_link(&staging, path) {
-                Ok(()) => {
-                    linked = Ok(i);
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    linked = Err(e);
-                    break;
-                }
-            }
-        }
+        // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
+        let linked = first_free(paths, |path| fs::hard_link(&staging, path));
         let _ = fs::remove_file(&staging);
         linked
     }
