@@ -89,13 +89,10 @@ pub fn estimated_batch_bytes(batch: &RecordBatch) -> u64 {
             .iter()
             .map(|c| {
                 let data = c.to_data();
-                let window = data
-                    .get_slice_memory_size()
-                    .unwrap_or_else(|_| c.get_array_memory_size());
+                let whole = c.get_array_memory_size();
+                let window = data.get_slice_memory_size().unwrap_or(whole);
                 // The array structs (the typed array behind its `Arc`, and its children's).
-                let structs = c
-                    .get_array_memory_size()
-                    .saturating_sub(c.get_buffer_memory_size());
+                let structs = whole.saturating_sub(c.get_buffer_memory_size());
                 (window + structs) as u64 + buffers(&data) * BUFFER_OVERHEAD
             })
             .sum::<u64>()

@@ -145,6 +145,9 @@ fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::
     use std::os::fd::AsRawFd;
 
     let parent = paths.first()?.parent()?;
+    if paths.iter().any(|p| p.file_name().is_none()) {
+        return None;
+    }
     let dir = match openat(
         CWD,
         parent,
@@ -172,17 +175,16 @@ fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::
         return Some(Err(e));
     }
     let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-    for (i, path) in paths.iter().enumerate() {
-        let name = path.file_name()?;
-        match linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW) {
-            Ok(()) => return Some(Ok(i)),
-            Err(Errno::EXIST) => {}
-            // No /proc: fall back to a named staging file.
-            Err(Errno::NOENT) => return None,
-            Err(e) => return Some(Err(e.into())),
-        }
+    let linked = first_free(paths, |path| {
+        let name = path.file_name().unwrap_or_default();
+        // EEXIST maps to `AlreadyExists`: the next name is tried.
+        linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
+    });
+    match linked {
+        // No /proc: fall back to a named staging file.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        r => Some(r),
     }
-    Some(Err(all_exist(paths)))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -236,9 +236,6 @@ impl Shared {
             }));
         }
         let written = match mode {
-            PutMode::Create if or_next.is_empty() => {
-                self.fs.create_file(&path, &data, sync).map(|()| 0)
-            }
             PutMode::Create => {
                 let paths: Vec<PathBuf> = std::iter::once(path.clone())
                     .chain(or_next.iter().map(|l| self.fs_path(l)))
