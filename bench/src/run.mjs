@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { fork } from 'node:child_process'
 import { parseArgs } from 'node:util'
 
 import { renderChart } from './chart.mjs'
@@ -407,75 +408,123 @@ W.W6 = async () => {
   await replayCase('tiny (1-row entries)', { rows: 1, clients: 1, entriesMax: P.w6TinyMax, ms: P.w6TinyMs })
 }
 
-const w7 = []
+const w7 = { process: [], inProcess: [] }
 const w7Idle = []
-W.W7 = async () => {
+
+/** W7's claimer in a child process (see claimer.mjs): `claim(dir, shardId)`, then `close()`. */
+async function claimerProcess() {
+  const child = fork(path.join(benchDir, 'src', 'claimer.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  let pending = null
+  child.on('message', (m) => pending?.resolve(m))
+  child.on('exit', (code) => pending?.reject(new Error(`W7 claimer exited with ${code}`)))
+  const next = () => new Promise((resolve, reject) => (pending = { resolve, reject }))
+  await next() // ready
+  return {
+    claim: async (dir, shardId) => {
+      const reply = next()
+      child.send({ dir, shardId })
+      const r = await reply
+      if (!r.ok) throw new Error(`W7 claimer: ${r.error}`)
+      return r
+    },
+    close: () => child.disconnect(),
+  }
+}
+
+/** The claim in this process, next to the writer it fences. */
+async function claimInProcess(dir, shardId) {
+  const t0 = now()
+  const b = await mods.memwal.ShardWriter.open(dir, { schema: kit21.schema, shardId })
+  const openMs = now() - t0
+  const { fenceSentinelPosition } = await b.walStats()
+  const stats = b.openStats()
+  await b.abort()
+  return { ...stats, openMs, fenceSentinelPosition }
+}
+
+/** One W7 repetition: 16 clients put durably on writer A while `claim` opens the shard. */
+async function fenceLive(claim) {
   const { ShardWriter, FencedError } = mods.memwal
-  for (let rep = 0; rep < P.w7Reps; rep++) {
-    const dir = cellDir('W7')
-    const a = await ShardWriter.open(dir, { schema: kit21.schema })
-    const records = []
-    let nextId = 1
-    let stopAll = false
-    const clients = Array.from({ length: 16 }, async () => {
-      while (!stopAll) {
-        const id = nextId++
-        const t = kit21.table(1, id) // built per put: W7 checks identities, it does not time puts
-        const rec = { id, invoked: now(), settled: null, ok: null, code: null, reason: null }
-        records.push(rec)
-        try {
-          await a.put(t)
-          rec.ok = true
-        } catch (e) {
-          rec.ok = false
-          rec.code = e?.code ?? String(e)
-          rec.reason = e instanceof FencedError ? e.fenceReason : null
-          return
-        } finally {
-          rec.settled = now()
-        }
+  const dir = cellDir('W7')
+  const a = await ShardWriter.open(dir, { schema: kit21.schema })
+  const records = []
+  let nextId = 1
+  let stopAll = false
+  const clients = Array.from({ length: 16 }, async () => {
+    while (!stopAll) {
+      const id = nextId++
+      const t = kit21.table(1, id) // built per put: W7 checks identities, it does not time puts
+      const rec = { id, invoked: now(), settled: null, ok: null, code: null, reason: null }
+      records.push(rec)
+      try {
+        await a.put(t)
+        rec.ok = true
+      } catch (e) {
+        rec.ok = false
+        rec.code = e?.code ?? String(e)
+        rec.reason = e instanceof FencedError ? e.fenceReason : null
+        return
+      } finally {
+        rec.settled = now()
       }
-    })
-    await sleep(P.w7LeadMs)
-    const t0 = now()
-    const b = await ShardWriter.open(dir, { schema: kit21.schema, shardId: a.shardId })
-    const tB = now()
-    const opened = b.openStats()
-    const hung = await Promise.race([Promise.all(clients).then(() => false), sleep(5000).then(() => true)])
-    stopAll = true
-    const scan = await b.scan()
-    const keys = scan.getChild('key')
-    const present = new Set()
-    for (let i = 0; i < scan.numRows; i++) present.add(Buffer.from(keys.get(i)).readUInt32BE(12))
-    // In flight when the claim started: invoked before it, not settled before it.
-    const inflight = records.filter((r) => r.invoked < t0 && (r.settled === null || r.settled > t0))
-    const rejected = records.filter((r) => r.ok === false)
-    w7.push({
-      // The claim ends when the old writer is fenced (epoch CAS, WAL tip, fence sentinel);
-      // open then replays the unflushed WAL tail the old writer left.
-      claimMs: opened.claimMs,
-      openMs: tB - t0,
-      replayMs: opened.replayMs,
-      replayedEntries: opened.replayedEntries,
-      putsBeforeClaim: records.filter((r) => r.settled !== null && r.settled <= tB && r.ok).length,
-      inflightAtClaim: inflight.length,
-      inflightRejected: inflight.filter((r) => r.ok === false).length,
-      inflightResolvedAndRecovered: inflight.filter((r) => r.ok && present.has(r.id)).length,
-      duringClaim: records.filter((r) => r.invoked >= t0 && r.invoked < tB).length,
-      duringClaimRejected: records.filter((r) => r.invoked >= t0 && r.invoked < tB && r.ok === false).length,
-      duringClaimResolvedAndRecovered: records.filter(
-        (r) => r.invoked >= t0 && r.invoked < tB && r.ok && present.has(r.id),
-      ).length,
-      okAfterClaimInvoked: records.filter((r) => r.invoked >= tB && r.ok).length,
-      okMissingAfterReopen: records.filter((r) => r.ok && !present.has(r.id)).length,
-      nonFencedErrors: rejected.filter((r) => r.code !== 'FENCED' || r.reason !== 'PeerClaimedEpoch').length,
-      firstRejectAfterClaimMs: rejected.length ? Math.min(...rejected.map((r) => r.settled)) - tB : null,
-      hung: hung || records.some((r) => r.settled === null),
-      walTailEntries: (await b.walStats()).fenceSentinelPosition,
-    })
-    await a.abort()
-    await b.abort()
-    rmrf(dir)
+    }
+  })
+  await sleep(P.w7LeadMs)
+  const t0 = now()
+  const opened = await claim(dir, a.shardId)
+  const tB = now()
+  const hung = await Promise.race([Promise.all(clients).then(() => false), sleep(5000).then(() => true)])
+  stopAll = true
+  // A third writer recovers the shard: every acknowledged put must be in it.
+  const c = await ShardWriter.open(dir, { schema: kit21.schema, shardId: a.shardId })
+  const scan = await c.scan()
+  const keys = scan.getChild('key')
+  const present = new Set()
+  for (let i = 0; i < scan.numRows; i++) present.add(Buffer.from(keys.get(i)).readUInt32BE(12))
+  // In flight when the claim started: invoked before it, not settled before it.
+  const inflight = records.filter((r) => r.invoked < t0 && (r.settled === null || r.settled > t0))
+  const rejected = records.filter((r) => r.ok === false)
+  const result = {
+    // The claim ends when the old writer is fenced (epoch CAS, WAL tip, fence sentinel);
+    // open then replays the unflushed WAL tail the old writer left.
+    claimMs: opened.claimMs,
+    openMs: opened.openMs,
+    replayMs: opened.replayMs,
+    replayedEntries: opened.replayedEntries,
+    putsBeforeClaim: records.filter((r) => r.settled !== null && r.settled <= tB && r.ok).length,
+    inflightAtClaim: inflight.length,
+    inflightRejected: inflight.filter((r) => r.ok === false).length,
+    inflightResolvedAndRecovered: inflight.filter((r) => r.ok && present.has(r.id)).length,
+    duringClaim: records.filter((r) => r.invoked >= t0 && r.invoked < tB).length,
+    duringClaimRejected: records.filter((r) => r.invoked >= t0 && r.invoked < tB && r.ok === false).length,
+    duringClaimResolvedAndRecovered: records.filter(
+      (r) => r.invoked >= t0 && r.invoked < tB && r.ok && present.has(r.id),
+    ).length,
+    okAfterClaimInvoked: records.filter((r) => r.invoked >= tB && r.ok).length,
+    okMissingAfterReopen: records.filter((r) => r.ok && !present.has(r.id)).length,
+    nonFencedErrors: rejected.filter((r) => r.code !== 'FENCED' || r.reason !== 'PeerClaimedEpoch').length,
+    firstRejectAfterClaimMs: rejected.length ? Math.min(...rejected.map((r) => r.settled)) - tB : null,
+    hung: hung || records.some((r) => r.settled === null),
+    walTailEntries: opened.fenceSentinelPosition,
+  }
+  await a.abort()
+  await c.abort()
+  rmrf(dir)
+  return result
+}
+
+W.W7 = async () => {
+  const { ShardWriter } = mods.memwal
+  // The claimer runs in its own process, as failover between instances would; the same claim
+  // from inside the fenced writer's process (sharing its runtime and CPU) is reported too.
+  const claimer = await claimerProcess()
+  try {
+    for (let rep = 0; rep < P.w7Reps; rep++) {
+      w7.process.push(await fenceLive(claimer.claim))
+      w7.inProcess.push(await fenceLive(claimInProcess))
+    }
+  } finally {
+    claimer.close()
   }
   // The same claim on an idle shard (one durable put, nothing in flight): claim cost without
   // a live WAL tail to replay.
@@ -647,47 +696,72 @@ if (w6.length) {
   )
 }
 let w7Summary = null
-if (w7.length) {
+if (w7.process.length) {
   const dist = (xs) => {
     const v = [...xs].sort((a, b) => a - b)
     return { p50: v[Math.floor((v.length - 1) / 2)], max: v[v.length - 1], min: v[0] }
   }
-  const sum = (k) => w7.reduce((s, r) => s + r[k], 0)
-  const rejects = w7
-    .map((r) => r.firstRejectAfterClaimMs)
-    .filter((x) => x !== null)
-    .sort((a, b) => a - b)
+  const summarize = (reps) => {
+    const sum = (k) => reps.reduce((s, r) => s + r[k], 0)
+    const rejects = reps
+      .map((r) => r.firstRejectAfterClaimMs)
+      .filter((x) => x !== null)
+      .sort((a, b) => a - b)
+    return {
+      reps: reps.length,
+      claimMs: dist(reps.map((r) => r.claimMs)),
+      openMs: dist(reps.map((r) => r.openMs)),
+      replayedEntries: dist(reps.map((r) => r.replayedEntries)),
+      firstRejectAfterClaimMs: rejects.length
+        ? { p50: rejects[Math.floor((rejects.length - 1) / 2)], max: rejects[rejects.length - 1] }
+        : null,
+      inflightAtClaim: sum('inflightAtClaim'),
+      inflightRejected: sum('inflightRejected'),
+      inflightResolvedAndRecovered: sum('inflightResolvedAndRecovered'),
+      duringClaim: sum('duringClaim'),
+      duringClaimRejected: sum('duringClaimRejected'),
+      duringClaimResolvedAndRecovered: sum('duringClaimResolvedAndRecovered'),
+      okAfterClaimInvoked: sum('okAfterClaimInvoked'),
+      okMissingAfterReopen: sum('okMissingAfterReopen'),
+      nonFencedErrors: sum('nonFencedErrors'),
+      hung: reps.filter((r) => r.hung).length,
+    }
+  }
   w7Summary = {
-    reps: w7.length,
-    claimMs: dist(w7.map((r) => r.claimMs)),
-    openMs: dist(w7.map((r) => r.openMs)),
-    replayedEntries: dist(w7.map((r) => r.replayedEntries)),
-    firstRejectAfterClaimMs: rejects.length
-      ? { p50: rejects[Math.floor((rejects.length - 1) / 2)], max: rejects[rejects.length - 1] }
-      : null,
-    inflightAtClaim: sum('inflightAtClaim'),
-    inflightRejected: sum('inflightRejected'),
-    inflightResolvedAndRecovered: sum('inflightResolvedAndRecovered'),
-    duringClaim: sum('duringClaim'),
-    duringClaimRejected: sum('duringClaimRejected'),
-    duringClaimResolvedAndRecovered: sum('duringClaimResolvedAndRecovered'),
-    okAfterClaimInvoked: sum('okAfterClaimInvoked'),
-    okMissingAfterReopen: sum('okMissingAfterReopen'),
-    nonFencedErrors: sum('nonFencedErrors'),
-    hung: w7.filter((r) => r.hung).length,
+    // The W7a figure: the claimer in its own process, as failover between instances.
+    ...summarize(w7.process),
+    inProcess: summarize(w7.inProcess),
+    // Every repetition of both kinds, for W7b.
+    all: summarize([...w7.process, ...w7.inProcess]),
     idleClaimMs: w7Idle.length ? dist(w7Idle.map((r) => r.claimMs)) : null,
     idleOpenMs: w7Idle.length ? dist(w7Idle.map((r) => r.openMs)) : null,
   }
   say()
-  say(`W7 fencing: a second writer claims a live shard (16 clients putting durably), ${w7.length} repetitions`)
+  say(
+    `W7 fencing: a second writer claims a live shard (16 clients putting durably), ${w7.process.length} repetitions each from another process and from the same process; idle claim p50 ${w7Summary.idleClaimMs ? fmtUs(w7Summary.idleClaimMs.p50 * 1000) : '-'}`,
+  )
+  const row = (name, s) => [
+    name,
+    fmtUs(s.claimMs.p50 * 1000),
+    fmtUs(s.claimMs.max * 1000),
+    fmtUs(s.openMs.p50 * 1000),
+    s.replayedEntries.p50,
+    s.firstRejectAfterClaimMs ? fmtUs(s.firstRejectAfterClaimMs.p50 * 1000) : '-',
+    s.inflightAtClaim,
+    s.inflightRejected,
+    s.inflightResolvedAndRecovered,
+    s.okAfterClaimInvoked,
+    s.okMissingAfterReopen,
+    s.hung,
+  ]
   say(
     textTable(
       [
+        'claimer',
         'claim p50',
         'claim max',
         'open p50 (claim + replay)',
         'replayed entries p50',
-        'idle claim p50',
         'first rejection p50 (from the claim returning; < 0: before it)',
         'in flight at claim start',
         'rejected',
@@ -696,23 +770,8 @@ if (w7.length) {
         'ok missing after reopen',
         'hung',
       ],
-      [
-        [
-          fmtUs(w7Summary.claimMs.p50 * 1000),
-          fmtUs(w7Summary.claimMs.max * 1000),
-          fmtUs(w7Summary.openMs.p50 * 1000),
-          w7Summary.replayedEntries.p50,
-          w7Summary.idleClaimMs ? fmtUs(w7Summary.idleClaimMs.p50 * 1000) : '-',
-          w7Summary.firstRejectAfterClaimMs ? fmtUs(w7Summary.firstRejectAfterClaimMs.p50 * 1000) : '-',
-          w7Summary.inflightAtClaim,
-          w7Summary.inflightRejected,
-          w7Summary.inflightResolvedAndRecovered,
-          w7Summary.okAfterClaimInvoked,
-          w7Summary.okMissingAfterReopen,
-          w7Summary.hung,
-        ],
-      ],
-      [true, true, true, true, true, true, true, true, true, true, true, true],
+      [row('another process', w7Summary), row('same process', w7Summary.inProcess)],
+      [false, true, true, true, true, true, true, true, true, true, true, true],
     ),
   )
 }
@@ -892,21 +951,22 @@ if (w7Summary) {
     'claiming a live shard ≤ 5 ms locally',
     s.claimMs.p50 <= 5,
     s.claimMs.p50 / 5,
-    `claim of a shard another writer is writing (epoch CAS, WAL tip, fence sentinel: the old writer is fenced from here; openStats().claimMs) p50 ${fmtUs(s.claimMs.p50 * 1000)}, max ${fmtUs(s.claimMs.max * 1000)} over ${s.reps}; the whole ShardWriter.open, which then replays the unflushed tail (p50 ${s.replayedEntries.p50} entries), p50 ${fmtUs(s.openMs.p50 * 1000)}; idle shard claim p50 ${s.idleClaimMs ? fmtUs(s.idleClaimMs.p50 * 1000) : '-'} (ratio = live claim p50 / 5 ms)`,
+    `claim of a shard another writer is writing, from another process as in a failover between instances (epoch CAS, WAL tip, fence sentinel: the old writer is fenced from here; openStats().claimMs) p50 ${fmtUs(s.claimMs.p50 * 1000)}, max ${fmtUs(s.claimMs.max * 1000)} over ${s.reps}; from the old writer's own process (sharing its runtime and CPU) p50 ${fmtUs(s.inProcess.claimMs.p50 * 1000)}; the whole ShardWriter.open, which then replays the unflushed tail (p50 ${s.replayedEntries.p50} entries), p50 ${fmtUs(s.openMs.p50 * 1000)}; idle shard claim p50 ${s.idleClaimMs ? fmtUs(s.idleClaimMs.p50 * 1000) : '-'} (ratio = live claim p50 from another process / 5 ms)`,
   )
+  const all = s.all
   const ok =
-    s.okAfterClaimInvoked === 0 &&
-    s.okMissingAfterReopen === 0 &&
-    s.nonFencedErrors === 0 &&
-    s.hung === 0 &&
-    s.inflightRejected + s.inflightResolvedAndRecovered === s.inflightAtClaim &&
-    s.duringClaimRejected + s.duringClaimResolvedAndRecovered === s.duringClaim
+    all.okAfterClaimInvoked === 0 &&
+    all.okMissingAfterReopen === 0 &&
+    all.nonFencedErrors === 0 &&
+    all.hung === 0 &&
+    all.inflightRejected + all.inflightResolvedAndRecovered === all.inflightAtClaim &&
+    all.duringClaimRejected + all.duringClaimResolvedAndRecovered === all.duringClaim
   target(
     'W7b',
     "the old writer's in-flight durable puts reject",
     ok,
     null,
-    `${s.inflightAtClaim} puts in flight when the claim started: ${s.inflightRejected} rejected with FencedError(PeerClaimedEpoch), ${s.inflightResolvedAndRecovered} resolved because their WAL entry landed before the fence sentinel (all recovered by the new writer); invoked while the claim ran: ${s.duringClaim} (${s.duringClaimRejected} rejected, ${s.duringClaimResolvedAndRecovered} resolved and recovered); puts invoked after the claim returned that resolved: ${s.okAfterClaimInvoked}; acknowledged puts missing from the new writer's scan: ${s.okMissingAfterReopen}; other errors: ${s.nonFencedErrors}; hung: ${s.hung}; first rejection ${s.firstRejectAfterClaimMs ? fmtUs(s.firstRejectAfterClaimMs.p50 * 1000) : '-'} after the claim returned (p50; negative: before it returned)`,
+    `over ${all.reps} repetitions (both claimers): ${all.inflightAtClaim} puts in flight when the claim started: ${all.inflightRejected} rejected with FencedError(PeerClaimedEpoch), ${all.inflightResolvedAndRecovered} resolved because their WAL entry landed before the fence sentinel (all recovered by a later writer); invoked while the claim ran: ${all.duringClaim} (${all.duringClaimRejected} rejected, ${all.duringClaimResolvedAndRecovered} resolved and recovered); puts invoked after the claim returned that resolved: ${all.okAfterClaimInvoked}; acknowledged puts missing from a later writer's scan: ${all.okMissingAfterReopen}; other errors: ${all.nonFencedErrors}; hung: ${all.hung}; first rejection ${all.firstRejectAfterClaimMs ? fmtUs(all.firstRejectAfterClaimMs.p50 * 1000) : '-'} after the claim returned (p50; negative: before it returned)`,
   )
 }
 
@@ -982,21 +1042,21 @@ if (smoke) {
       guard(`W6 ${r.kind}: replay ≥ 5 MB/s`, r.replayMBps >= 5, `${r.replayMBps.toFixed(0)} MB/s`)
   }
   if (w7Summary) {
+    const all = w7Summary.all
     guard(
       'W7 old writer: no put invoked after the claim resolves; every acknowledged put recovered; nothing hangs',
-      w7Summary.okAfterClaimInvoked === 0 &&
-        w7Summary.okMissingAfterReopen === 0 &&
-        w7Summary.hung === 0 &&
-        w7Summary.nonFencedErrors === 0,
-      JSON.stringify(w7Summary),
+      all.okAfterClaimInvoked === 0 && all.okMissingAfterReopen === 0 && all.hung === 0 && all.nonFencedErrors === 0,
+      JSON.stringify(all),
     )
     guard('W7 claim p50 < 1 s', w7Summary.claimMs.p50 < 1000, fmtUs(w7Summary.claimMs.p50 * 1000))
+    const reps = [...w7.process, ...w7.inProcess]
     guard(
       'W7 claim ≤ open',
-      w7.every((r) => r.claimMs > 0 && r.claimMs <= r.openMs),
-      JSON.stringify(w7.map((r) => [r.claimMs, r.openMs])),
+      reps.every((r) => r.claimMs > 0 && r.claimMs <= r.openMs),
+      JSON.stringify(reps.map((r) => [r.claimMs, r.openMs])),
     )
   }
+
 }
 
 const totalSeconds = (now() - startedAt) / 1000

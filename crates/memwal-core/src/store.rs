@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use faults::{FaultInjectingStore, Faults};
-use fs::{Fs, StdFs};
+use fs::{Fs, Staged, StdFs};
 use local::LocalStore;
 
 /// Outcome of a create-if-absent put.
@@ -61,6 +61,18 @@ pub(crate) enum FirstFree {
 #[derive(Debug, Clone)]
 pub(crate) struct OrNext(pub Vec<Path>);
 
+/// Put-option extension: the data of a create, already staged in the put's directory by
+/// [`local::LocalStore::stage`]; the put only names it.
+#[derive(Debug, Clone)]
+pub(crate) struct Prestaged(pub Arc<Staged>);
+
+/// Data for [`Store::put_if_absent_first_free`], readied ahead of it by [`Store::stage`].
+#[derive(Debug, Clone)]
+pub(crate) struct StagedPut {
+    bytes: Bytes,
+    local: Option<Arc<Staged>>,
+}
+
 /// Put-result extension of a put with [`OrNext`]: the index created (0: the put's location).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CreatedAt(pub usize);
@@ -77,8 +89,8 @@ pub struct Store {
     /// store but memwal's own local and in-memory ones), and whether it was.
     create_check: Arc<tokio::sync::OnceCell<()>>,
     needs_create_check: bool,
-    /// Whether the backend honours [`OrNext`] (memwal's local store).
-    tries_next_locations: bool,
+    /// memwal's local store, when it is the backend: it honours [`OrNext`] and can stage.
+    local: Option<Arc<LocalStore>>,
 }
 
 impl fmt::Debug for Store {
@@ -124,9 +136,9 @@ impl Store {
     pub fn on_fs(fs: Arc<dyn Fs>, dir: std::path::PathBuf, fsync: bool) -> Self {
         let faults = Arc::new(Faults::default());
         let location = dir.display().to_string();
-        let local = LocalStore::new(fs, dir, fsync, faults.clone());
-        let mut s = Self::with_faults(Arc::new(local), Path::default(), location, faults);
-        s.tries_next_locations = true;
+        let local = Arc::new(LocalStore::new(fs, dir, fsync, faults.clone()));
+        let mut s = Self::with_faults(local.clone(), Path::default(), location, faults);
+        s.local = Some(local);
         s
     }
 
@@ -225,7 +237,7 @@ impl Store {
             location: location.into(),
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
-            tries_next_locations: false,
+            local: None,
         }
     }
 
@@ -336,13 +348,25 @@ impl Store {
         }
     }
 
-    /// Creates `bytes` at the first free of `paths` (names in one directory), in order. A
-    /// local store writes and syncs the data once and then only tries names, so losing a race
-    /// for a slot costs a `link`, not another sync; elsewhere this is a create at `paths[0]`.
+    /// Readies `bytes` for [`Store::put_if_absent_first_free`] in the directory of `near`
+    /// (any location in it). A local store writes and syncs them now, so that this can overlap
+    /// other work and the put only links a name and syncs the directory; elsewhere this does
+    /// nothing.
+    pub(crate) async fn stage(&self, near: &Path, bytes: Bytes) -> object_store::Result<StagedPut> {
+        let local = match &self.local {
+            Some(store) => Some(store.stage(near, bytes.clone()).await?),
+            None => None,
+        };
+        Ok(StagedPut { bytes, local })
+    }
+
+    /// Creates `staged` at the first free of `paths` (names in one directory), in order. A
+    /// local store has written and synced the data once, so losing a race for a slot costs a
+    /// `link`, not another sync; elsewhere this is a create at `paths[0]`.
     pub(crate) async fn put_if_absent_first_free(
         &self,
         paths: &[Path],
-        bytes: Bytes,
+        staged: &StagedPut,
     ) -> object_store::Result<FirstFree> {
         let Some((first, rest)) = paths.split_first() else {
             return Ok(FirstFree::Taken(0));
@@ -351,12 +375,15 @@ impl Store {
             mode: PutMode::Create,
             ..Default::default()
         };
-        let tried = if self.tries_next_locations {
-            opts.extensions.insert(OrNext(rest.to_vec()));
-            paths.len()
-        } else {
-            1
+        let tried = match &staged.local {
+            Some(prestaged) => {
+                opts.extensions.insert(OrNext(rest.to_vec()));
+                opts.extensions.insert(Prestaged(prestaged.clone()));
+                paths.len()
+            }
+            None => 1,
         };
+        let bytes = staged.bytes.clone();
         match self
             .object_store
             .put_opts(first, PutPayload::from_bytes(bytes), opts)
@@ -1101,8 +1128,17 @@ mod tests {
                     .await
                     .unwrap();
             }
+            let staged = store
+                .stage(&slots[0], Bytes::from_static(b"new"))
+                .await
+                .unwrap();
+            assert_eq!(
+                store.list(&paths.wal_dir()).await.unwrap().len(),
+                2,
+                "staging names nothing"
+            );
             let r = store
-                .put_if_absent_first_free(&slots, Bytes::from_static(b"new"))
+                .put_if_absent_first_free(&slots, &staged)
                 .await
                 .unwrap();
             if tries_all {
@@ -1112,11 +1148,23 @@ mod tests {
                     b"new"
                 );
                 assert!(!store.exists(&slots[3]).await.unwrap(), "one slot only");
+                drop(staged);
+                // A staged put that lost every slot is still good for later ones.
+                let x = store
+                    .stage(&slots[0], Bytes::from_static(b"x"))
+                    .await
+                    .unwrap();
                 let r = store
-                    .put_if_absent_first_free(&slots[..3], Bytes::from_static(b"x"))
+                    .put_if_absent_first_free(&slots[..3], &x)
                     .await
                     .unwrap();
                 assert_eq!(r, FirstFree::Taken(3));
+                let r = store
+                    .put_if_absent_first_free(&slots[2..], &x)
+                    .await
+                    .unwrap();
+                assert_eq!(r, FirstFree::Created(1));
+                assert_eq!(store.get(&slots[3]).await.unwrap().unwrap().as_ref(), b"x");
             } else {
                 assert_eq!(r, FirstFree::Taken(1));
                 assert!(!store.exists(&slots[2]).await.unwrap());

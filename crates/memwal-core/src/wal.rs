@@ -16,7 +16,7 @@
 pub mod appender;
 pub mod entry;
 
-pub use appender::{AppendedEntry, WalAppender};
+pub use appender::{AppendedEntry, StagedSentinel, WalAppender};
 pub use entry::WalEntry;
 
 use crate::error::{Error, Result};

@@ -33,7 +33,7 @@ use crate::memtable::MemTable;
 use crate::reader::read_generation;
 use crate::stats::{MemTableStats, OpenStats, StatsRecorder, WalStats, WriteStats};
 use crate::store::Store;
-use crate::wal::{self, WalAppender};
+use crate::wal::{self, StagedSentinel, WalAppender};
 use shared::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
 
 /// Where a put's rows went.
@@ -134,18 +134,33 @@ impl ShardWriter {
         let paths = store.shard_paths(shard_id);
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         let writer_id = Uuid::new_v4().to_string();
-        // The WAL tip is searched while the epoch claim writes: the claim is the longer of the
-        // two (a durable create), and a tip found before the claim is still a safe start for
-        // the fence sentinel, which takes the first free slot at or after it (the predecessor
-        // appends in order, so it cannot pass a slot it has not reached).
+        // While the epoch claim writes (a durable create), the WAL tip is searched and the
+        // fence sentinel of the epoch it should win is staged (written and synced, unnamed),
+        // so that only a link and a directory sync are left once the claim ends. A tip found
+        // before the claim is still a safe start for the sentinel, which takes the first free
+        // slot at or after it (the predecessor appends in order, so it cannot pass a slot it
+        // has not reached). Nothing is visible until the sentinel is written, and a claim that
+        // ends at another epoch restages (or fails, if a peer claimed).
         let latest = manifests.read_latest().await?;
         let hint = latest.as_ref().map_or(0, |m| {
             m.wal_entry_position_last_seen
                 .max(m.replay_after_wal_entry_position)
         });
-        let (manifest, tip) = tokio::try_join!(
+        let expected_epoch = latest.as_ref().map_or(1, |m| m.writer_epoch + 1);
+        let (manifest, tip, staged) = tokio::try_join!(
             manifests.claim_epoch_after(latest, &schema, &writer_id),
             wal::discover_tip(&store, &paths, hint),
+            async {
+                // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is
+                // not final here: the sentinel write stages again and retries.
+                Ok(if expected_epoch >= 2 {
+                    StagedSentinel::stage(&store, &paths, expected_epoch)
+                        .await
+                        .ok()
+                } else {
+                    None
+                })
+            },
         )?;
         let epoch = manifest.writer_epoch;
         let mut appender = WalAppender::new(
@@ -156,9 +171,8 @@ impl ShardWriter {
             tip,
             config.retry_policy(),
         );
-        // Epoch 1 is the first claim ever: no predecessor to fence.
         let fence_sentinel_position = if epoch >= 2 {
-            Some(appender.write_fence_sentinel(tip).await?)
+            Some(appender.write_fence_sentinel(tip, staged).await?)
         } else {
             None
         };

@@ -29,16 +29,49 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
     /// after `sync_dir` of the parent.
     fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
     /// `create_file` at the first of `paths` (all in one directory) that does not exist, in
-    /// order: the index of the name created, `AlreadyExists` if every name exists. A file
-    /// system that can should write and sync the data once and then only try names, so that
-    /// a lost race for one name costs a `link`, not another sync.
+    /// order: the index of the name created, `AlreadyExists` if every name exists.
     fn create_file_first_free(
         &self,
         paths: &[PathBuf],
         data: &[u8],
         sync: bool,
     ) -> io::Result<usize> {
-        first_free(paths, |path| self.create_file(path, data, sync))
+        let staged = self.stage(common_dir(paths)?, data, sync)?;
+        self.publish_first_free(&staged, paths)
+    }
+    /// Readies `data` (flushed to stable storage with `sync`) for a new file in directory
+    /// `dir`, without naming it: [`Fs::publish_first_free`] names it, as often as needed. A
+    /// file system that can should write and sync here, so that this overlaps other work and
+    /// a lost race for a name costs a `link`, not another sync. The default writes nothing
+    /// until publishing.
+    fn stage(&self, dir: &Path, data: &[u8], sync: bool) -> io::Result<Staged> {
+        Ok(Staged {
+            dir: dir.to_path_buf(),
+            kind: StagedKind::Deferred {
+                data: data.to_vec(),
+                sync,
+            },
+        })
+    }
+    /// Names `staged` at the first of `paths` (all in its directory) that does not exist, in
+    /// order, as `create_file` would: the index of the name created, `AlreadyExists` if every
+    /// name exists. The new entry is durable only after `sync_dir` of the directory.
+    fn publish_first_free(&self, staged: &Staged, paths: &[PathBuf]) -> io::Result<usize> {
+        if common_dir(paths)? != staged.dir {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "publishing a file staged in {} under another directory",
+                    staged.dir.display()
+                ),
+            ));
+        }
+        match &staged.kind {
+            StagedKind::Deferred { data, sync } => {
+                first_free(paths, |path| self.create_file(path, data, *sync))
+            }
+            _ => staged.link_first_free(paths),
+        }
     }
     /// Atomically replaces (or creates) `path` with `data`; with `sync`, data flushed first.
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
@@ -92,6 +125,82 @@ fn all_exist(paths: &[PathBuf]) -> io::Error {
     )
 }
 
+/// The directory of `paths`, which must all be in one (`AlreadyExists` for no paths, as for
+/// a search that found no free name).
+fn common_dir(paths: &[PathBuf]) -> io::Result<&Path> {
+    let dir = paths
+        .first()
+        .ok_or_else(|| all_exist(paths))?
+        .parent()
+        .unwrap_or(Path::new(""));
+    if paths
+        .iter()
+        .any(|p| p.parent() != Some(dir) || p.file_name().is_none())
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a create at the first free of several names needs them all in one directory",
+        ));
+    }
+    Ok(dir)
+}
+
+/// File data readied by [`Fs::stage`] for a directory but not yet named. Invariant: when it
+/// is not `Deferred`, its data is written (and synced if asked) and only a link remains.
+#[derive(Debug)]
+pub struct Staged {
+    dir: PathBuf,
+    kind: StagedKind,
+}
+
+#[derive(Debug)]
+enum StagedKind {
+    /// Nothing written yet: publishing creates the file.
+    Deferred { data: Vec<u8>, sync: bool },
+    /// Linux: an unnamed file in the directory (`O_TMPFILE`), linked by its /proc name.
+    #[cfg(target_os = "linux")]
+    Unnamed {
+        dir: rustix::fd::OwnedFd,
+        file: File,
+    },
+    /// A named staging file in the directory; removed on drop.
+    Named(PathBuf),
+}
+
+impl Staged {
+    /// Gives the written file the first free of `paths` (in its directory).
+    fn link_first_free(&self, paths: &[PathBuf]) -> io::Result<usize> {
+        match &self.kind {
+            StagedKind::Deferred { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a deferred staged file has no data on disk to link",
+            )),
+            #[cfg(target_os = "linux")]
+            StagedKind::Unnamed { dir, file } => {
+                use rustix::fs::{AtFlags, CWD, linkat};
+                use std::os::fd::AsRawFd;
+                let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+                first_free(paths, |path| {
+                    let name = path.file_name().unwrap_or_default();
+                    // EEXIST maps to `AlreadyExists`: the next name is tried.
+                    linkat(CWD, by_fd.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+                        .map_err(io::Error::from)
+                })
+            }
+            // link(2) fails with EEXIST if the name exists: an atomic put-if-not-exists.
+            StagedKind::Named(staging) => first_free(paths, |path| fs::hard_link(staging, path)),
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let StagedKind::Named(staging) = &self.kind {
+            let _ = fs::remove_file(staging);
+        }
+    }
+}
+
 /// Prefix of staging files; names starting with it are never objects.
 pub const STAGING_PREFIX: &str = ".staging-";
 
@@ -99,19 +208,15 @@ pub const STAGING_PREFIX: &str = ".staging-";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StdFs;
 
-fn staging_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(
+fn staging_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(
         "{STAGING_PREFIX}{:016x}-{name}",
         rand::random::<u64>()
     ))
 }
 
-fn write_staging(path: &Path, data: &[u8], sync: bool) -> io::Result<PathBuf> {
-    let staging = staging_path(path);
+fn write_staging(dir: &Path, name: &str, data: &[u8], sync: bool) -> io::Result<PathBuf> {
+    let staging = staging_path(dir, name);
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)
@@ -134,23 +239,19 @@ fn write_staging(path: &Path, data: &[u8], sync: bool) -> io::Result<PathBuf> {
     }
 }
 
-/// Linux: write an unnamed file in the target directory (`O_TMPFILE`), sync it, then give it
-/// the first free of `paths` with `linkat`, which fails if the name exists. No staging name is
-/// created or removed, so the directory changes once per put. `None` when the file system or
-/// kernel cannot do this (the caller then uses a staging file).
+/// Linux: an unnamed file in `dir` (`O_TMPFILE`), written and synced, to be named with
+/// `linkat` (which fails if the name exists). No staging name is created or removed, so the
+/// directory changes once per create. `None` when the file system or kernel cannot do this
+/// (the caller then uses a named staging file).
 #[cfg(target_os = "linux")]
-fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::Result<usize>> {
-    use rustix::fs::{AtFlags, CWD, Mode, OFlags, linkat, openat};
+fn stage_unnamed(dir_path: &Path, data: &[u8], sync: bool) -> Option<io::Result<Staged>> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
     use rustix::io::Errno;
     use std::os::fd::AsRawFd;
 
-    let parent = paths.first()?.parent()?;
-    if paths.iter().any(|p| p.file_name().is_none()) {
-        return None;
-    }
     let dir = match openat(
         CWD,
-        parent,
+        dir_path,
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
@@ -167,6 +268,10 @@ fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::
         Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => return None,
         Err(e) => return Some(Err(e.into())),
     };
+    // Linking goes through /proc; without it, use a named staging file.
+    if fs::symlink_metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).is_err() {
+        return None;
+    }
     let mut file = File::from(fd);
     if let Err(e) = file.write_all(data) {
         return Some(Err(e));
@@ -174,21 +279,14 @@ fn create_via_tmpfile(paths: &[PathBuf], data: &[u8], sync: bool) -> Option<io::
     if sync && let Err(e) = file.sync_data() {
         return Some(Err(e));
     }
-    let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let linked = first_free(paths, |path| {
-        let name = path.file_name().unwrap_or_default();
-        // EEXIST maps to `AlreadyExists`: the next name is tried.
-        linkat(CWD, by_fd.as_str(), &dir, name, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
-    });
-    match linked {
-        // No /proc: fall back to a named staging file.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        r => Some(r),
-    }
+    Some(Ok(Staged {
+        dir: dir_path.to_path_buf(),
+        kind: StagedKind::Unnamed { dir, file },
+    }))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn create_via_tmpfile(_paths: &[PathBuf], _data: &[u8], _sync: bool) -> Option<io::Result<usize>> {
+fn stage_unnamed(_dir: &Path, _data: &[u8], _sync: bool) -> Option<io::Result<Staged>> {
     None
 }
 
@@ -198,27 +296,24 @@ impl Fs for StdFs {
             .map(|_| ())
     }
 
-    fn create_file_first_free(
-        &self,
-        paths: &[PathBuf],
-        data: &[u8],
-        sync: bool,
-    ) -> io::Result<usize> {
-        if let Some(result) = create_via_tmpfile(paths, data, sync) {
-            return result;
+    /// Never `Deferred` (whose publishing calls `create_file`, which stages).
+    fn stage(&self, dir: &Path, data: &[u8], sync: bool) -> io::Result<Staged> {
+        if let Some(staged) = stage_unnamed(dir, data, sync) {
+            return staged;
         }
-        let Some(first) = paths.first() else {
-            return Err(all_exist(paths));
-        };
-        let staging = write_staging(first, data, sync)?;
-        // link(2) fails with EEXIST if `path` exists: an atomic put-if-not-exists.
-        let linked = first_free(paths, |path| fs::hard_link(&staging, path));
-        let _ = fs::remove_file(&staging);
-        linked
+        Ok(Staged {
+            dir: dir.to_path_buf(),
+            kind: StagedKind::Named(write_staging(dir, "", data, sync)?),
+        })
     }
 
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
-        let staging = write_staging(path, data, sync)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let staging = write_staging(dir, &name, data, sync)?;
         fs::rename(&staging, path).inspect_err(|_| {
             let _ = fs::remove_file(&staging);
         })
@@ -260,26 +355,99 @@ impl Fs for StdFs {
 mod tests {
     use super::*;
 
+    /// Publishes `staged` three times over `a` then `[a, b]`: the first free name each time.
+    fn check_publish(staged: &Staged, dir: &Path) {
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        assert!(
+            StdFs.read_dir(dir).unwrap().is_empty(),
+            "staging named a file"
+        );
+        assert_eq!(
+            StdFs
+                .publish_first_free(staged, std::slice::from_ref(&a))
+                .unwrap(),
+            0
+        );
+        let both = [a.clone(), b.clone()];
+        assert_eq!(StdFs.publish_first_free(staged, &both).unwrap(), 1);
+        let e = StdFs.publish_first_free(staged, &both).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(StdFs.read(&a).unwrap(), b"one");
+        assert_eq!(StdFs.read(&b).unwrap(), b"one");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let e = StdFs
+            .publish_first_free(staged, &[elsewhere.path().join("c")])
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
-    fn tmpfile_publish_is_exclusive() {
+    fn unnamed_staged_file_links_at_the_first_free_name() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x");
-        let q = dir.path().join("y");
-        match create_via_tmpfile(std::slice::from_ref(&p), b"one", true) {
-            // The file system cannot do it; `create_file` falls back to a staging file.
+        let staged = match stage_unnamed(dir.path(), b"one", true) {
+            // The file system cannot do it; `stage` falls back to a named staging file.
             None => return,
-            Some(r) => assert_eq!(r.unwrap(), 0),
-        }
-        let both = [p.clone(), q.clone()];
-        assert_eq!(create_via_tmpfile(&both, b"two", true).unwrap().unwrap(), 1);
-        let e = create_via_tmpfile(&both, b"three", true)
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
-        assert_eq!(std::fs::read(&p).unwrap(), b"one");
-        assert_eq!(std::fs::read(&q).unwrap(), b"two");
+            Some(r) => r.unwrap(),
+        };
+        assert!(matches!(staged.kind, StagedKind::Unnamed { .. }));
+        check_publish(&staged, dir.path());
+        drop(staged);
         assert_eq!(StdFs.read_dir(dir.path()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn named_staged_file_links_at_the_first_free_name_and_is_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = Staged {
+            dir: dir.path().to_path_buf(),
+            kind: StagedKind::Named(write_staging(dir.path(), "", b"one", true).unwrap()),
+        };
+        let StagedKind::Named(staging) = &staged.kind else {
+            unreachable!()
+        };
+        let staging = staging.clone();
+        assert!(staging.exists());
+        let listed = |d: &Path| -> Vec<String> {
+            StdFs
+                .read_dir(d)
+                .unwrap()
+                .into_iter()
+                .map(|(n, _)| n)
+                .filter(|n| !n.starts_with(STAGING_PREFIX))
+                .collect()
+        };
+        assert!(listed(dir.path()).is_empty());
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        assert_eq!(
+            StdFs
+                .publish_first_free(&staged, std::slice::from_ref(&a))
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            StdFs
+                .publish_first_free(&staged, &[a.clone(), b.clone()])
+                .unwrap(),
+            1
+        );
+        drop(staged);
+        assert!(!staging.exists());
+        assert_eq!(StdFs.read(&b).unwrap(), b"one");
+        assert_eq!(StdFs.read_dir(dir.path()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn deferred_staging_writes_only_when_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = Staged {
+            dir: dir.path().to_path_buf(),
+            kind: StagedKind::Deferred {
+                data: b"one".to_vec(),
+                sync: true,
+            },
+        };
+        check_publish(&staged, dir.path());
     }
 
     #[test]

@@ -35,8 +35,8 @@ use object_store::{
 };
 
 use super::faults::Faults;
-use super::fs::{Fs, STAGING_PREFIX};
-use super::{CreatedAt, OrNext};
+use super::fs::{Fs, STAGING_PREFIX, Staged};
+use super::{CreatedAt, OrNext, Prestaged};
 
 /// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
 /// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
@@ -147,6 +147,18 @@ impl LocalStore {
     fn handle(&self) -> Arc<Shared> {
         self.shared.clone()
     }
+
+    /// Stages `data` for a create in the directory of `location` ([`Fs::stage`]): written and
+    /// synced now where the file system can, so that a put carrying it as [`Prestaged`] only
+    /// links a name and syncs the directory.
+    pub(crate) async fn stage(&self, location: &Path, data: Bytes) -> Result<Arc<Staged>> {
+        let me = self.handle();
+        let loc = location.clone();
+        blocking(move || me.stage_blocking(&loc, &data))
+            .await?
+            .map(Arc::new)
+            .map_err(|e| to_store_error(location, e))
+    }
 }
 
 impl Shared {
@@ -213,57 +225,83 @@ impl Shared {
         Ok(())
     }
 
+    /// Fails like a data sync when a WAL sync failure is injected: nothing is published, as
+    /// with a real EIO from `fdatasync` in `Fs::create_file`.
+    fn injected_data_sync_failure(
+        &self,
+        location: &Path,
+        path: &std::path::Path,
+    ) -> io::Result<()> {
+        if self.fsync && super::faults::is_wal_path(location) && self.faults.take_wal_sync_failure()
+        {
+            return Err(io::Error::other(SyncFailure {
+                path: path.display().to_string(),
+                source: io::Error::other("injected sync failure"),
+            }));
+        }
+        Ok(())
+    }
+
+    /// An error from writing a file: with syncing on, an unexplained one may be the sync's,
+    /// which is never retried and trusted.
+    fn write_error(&self, path: &std::path::Path, e: io::Error) -> io::Error {
+        if self.fsync && e.kind() == io::ErrorKind::Other {
+            io::Error::other(SyncFailure {
+                path: path.display().to_string(),
+                source: e,
+            })
+        } else {
+            e
+        }
+    }
+
+    /// Stages `data` for a create in the directory of `location` ([`Fs::stage`]).
+    fn stage_blocking(&self, location: &Path, data: &[u8]) -> io::Result<Staged> {
+        let path = self.fs_path(location);
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        self.ensure_dir(&parent)?;
+        self.injected_data_sync_failure(location, &path)?;
+        self.fs
+            .stage(&parent, data, self.fsync)
+            .map_err(|e| self.write_error(&path, e))
+    }
+
     /// Writes `data` at `location` (or, for a create with `or_next`, at the first free of
-    /// `location` and `or_next`); the index written.
+    /// `location` and `or_next`; with `prestaged`, names that instead of writing `data`); the
+    /// index written.
     fn put_blocking(
         &self,
         location: &Path,
         or_next: &[Path],
+        prestaged: Option<&Staged>,
         data: Bytes,
         mode: &PutMode,
     ) -> io::Result<usize> {
         let path = self.fs_path(location);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&parent)?;
-        let wal = super::faults::is_wal_path(location);
-        let sync = self.fsync;
-        if sync && wal && self.faults.take_wal_sync_failure() {
-            // The data sync "failed": nothing is published, as with a real EIO from
-            // fdatasync in `Fs::create_file`.
-            return Err(io::Error::other(SyncFailure {
-                path: path.display().to_string(),
-                source: io::Error::other("injected sync failure"),
-            }));
+        if prestaged.is_none() {
+            self.injected_data_sync_failure(location, &path)?;
         }
+        let sync = self.fsync;
         let written = match mode {
             PutMode::Create => {
                 let paths: Vec<PathBuf> = std::iter::once(path.clone())
                     .chain(or_next.iter().map(|l| self.fs_path(l)))
                     .collect();
-                if paths.iter().any(|p| p.parent() != Some(parent.as_path())) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "put with OrNext: every location must be in the same directory",
-                    ));
+                match prestaged {
+                    Some(staged) => self.fs.publish_first_free(staged, &paths),
+                    None => self.fs.create_file_first_free(&paths, &data, sync),
                 }
-                self.fs.create_file_first_free(&paths, &data, sync)
             }
             PutMode::Overwrite => self.fs.replace_file(&path, &data, sync).map(|()| 0),
             PutMode::Update(_) => unreachable!("rejected by put_opts"),
         };
-        let created = written.map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists || e.kind() == io::ErrorKind::NotFound {
-                e
-            } else if sync && e.kind() == io::ErrorKind::Other {
-                io::Error::other(SyncFailure {
-                    path: path.display().to_string(),
-                    source: e,
-                })
-            } else {
-                e
-            }
+        let created = written.map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound => e,
+            _ => self.write_error(&path, e),
         })?;
-        self.sync_dir(&parent, wal)?;
+        self.sync_dir(&parent, super::faults::is_wal_path(location))?;
         Ok(created)
     }
 
@@ -364,9 +402,11 @@ impl ObjectStore for LocalStore {
             .get::<OrNext>()
             .map(|o| o.0.clone())
             .unwrap_or_default();
-        let created = blocking(move || me.put_blocking(&loc, &or_next, data, &mode))
-            .await?
-            .map_err(|e| to_store_error(&location, e))?;
+        let prestaged = opts.extensions.get::<Prestaged>().map(|p| p.0.clone());
+        let created =
+            blocking(move || me.put_blocking(&loc, &or_next, prestaged.as_deref(), data, &mode))
+                .await?
+                .map_err(|e| to_store_error(&location, e))?;
         let mut extensions = object_store::Extensions::new();
         extensions.insert(CreatedAt(created));
         Ok(PutResult {

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
-use crate::store::{CreateOutcome, FirstFree, ShardPaths, Store};
+use crate::store::{CreateOutcome, FirstFree, ShardPaths, StagedPut, Store};
 use crate::wal::entry;
 
 /// What one successful append wrote.
@@ -51,6 +51,30 @@ const MAX_SENTINEL_CONFLICTS: u32 = 1024;
 /// predecessor keeps appending while the sentinel's data syncs, so its exact tip is often
 /// taken by then; a local store syncs the sentinel once and then only tries names.
 const SENTINEL_SLOTS: u64 = 8;
+
+/// A writer's fence sentinel, staged ([`Store::stage`]) before its epoch claim ends, so that
+/// its data syncs while the claim's does and only a link remains for
+/// [`WalAppender::write_fence_sentinel`].
+#[derive(Debug)]
+pub struct StagedSentinel {
+    epoch: u64,
+    put: StagedPut,
+}
+
+impl StagedSentinel {
+    /// Stages the sentinel of `epoch` in the WAL directory of `paths`. Nothing is visible
+    /// until it is written: a staged sentinel of an epoch that is never claimed is harmless.
+    pub async fn stage(store: &Store, paths: &ShardPaths, epoch: u64) -> Result<Self> {
+        let bytes = entry::encode_sentinel(epoch)?;
+        let put = store.stage(&paths.wal_entry(1), bytes).await.map_err(|e| {
+            Error::io(
+                format!("staging the fence sentinel of shard {}", paths.shard_id()),
+                e,
+            )
+        })?;
+        Ok(StagedSentinel { epoch, put })
+    }
+}
 
 /// Appends WAL entries for one writer epoch. See the module docs.
 #[derive(Debug)]
@@ -229,6 +253,20 @@ impl WalAppender {
         }
     }
 
+    /// One attempt at the sentinel (`bytes`): stages it first if that has not succeeded yet.
+    async fn put_sentinel(
+        &self,
+        staged: &mut Option<StagedPut>,
+        bytes: &Bytes,
+        candidates: &[object_store::path::Path],
+    ) -> object_store::Result<FirstFree> {
+        let put = match staged {
+            Some(put) => put,
+            None => staged.insert(self.store.stage(&candidates[0], bytes.clone()).await?),
+        };
+        self.store.put_if_absent_first_free(candidates, put).await
+    }
+
     /// Whether `position` holds a fence sentinel of an epoch below ours.
     async fn holds_stale_sentinel(&self, position: u64) -> bool {
         matches!(
@@ -240,7 +278,13 @@ impl WalAppender {
     /// Writes a fence sentinel at the WAL tip, starting the search at `tip`, and moves the
     /// next position past it (reference §3.1). A slot taken meanwhile means another entry
     /// landed there; the sentinel goes to the next slot. Returns the sentinel's position.
-    pub async fn write_fence_sentinel(&mut self, tip: u64) -> Result<u64> {
+    /// `staged`, if it is this epoch's, spares the write its data sync.
+    pub async fn write_fence_sentinel(
+        &mut self,
+        tip: u64,
+        staged: Option<StagedSentinel>,
+    ) -> Result<u64> {
+        let mut staged = staged.filter(|s| s.epoch == self.epoch).map(|s| s.put);
         let bytes = entry::encode_sentinel(self.epoch)?;
         let shard = self.paths.shard_id();
         let mut position = tip.max(1);
@@ -258,11 +302,7 @@ impl WalAppender {
             let candidates: Vec<_> = (position..position + slots)
                 .map(|p| self.paths.wal_entry(p))
                 .collect();
-            match self
-                .store
-                .put_if_absent_first_free(&candidates, bytes.clone())
-                .await
-            {
+            match self.put_sentinel(&mut staged, &bytes, &candidates).await {
                 Ok(FirstFree::Created(i)) => {
                     let at = position + i as u64;
                     self.next_position = at + 1;
@@ -305,6 +345,50 @@ impl WalAppender {
                     tokio::time::sleep(self.retry.delay(failed_attempts)).await;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::WriterConfig;
+
+    #[tokio::test]
+    async fn a_staged_sentinel_is_used_only_for_its_own_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::local(dir.path()).unwrap();
+        let paths = store.shard_paths(uuid::Uuid::new_v4());
+        let appender = |epoch| {
+            WalAppender::new(
+                store.clone(),
+                paths.clone(),
+                ManifestStore::new(store.clone(), paths.clone()),
+                epoch,
+                1,
+                WriterConfig::default().retry_policy(),
+            )
+        };
+        let staged = StagedSentinel::stage(&store, &paths, 3).await.unwrap();
+        assert!(
+            store.list(&paths.wal_dir()).await.unwrap().is_empty(),
+            "a staged sentinel is invisible"
+        );
+        // A claim that ended at another epoch than the one staged for: the sentinel is
+        // written for the epoch claimed.
+        let mut a2 = appender(2);
+        assert_eq!(a2.write_fence_sentinel(1, Some(staged)).await.unwrap(), 1);
+        let mut a3 = appender(3);
+        let staged = StagedSentinel::stage(&store, &paths, 3).await.unwrap();
+        assert_eq!(a3.write_fence_sentinel(1, Some(staged)).await.unwrap(), 2);
+        assert_eq!(a3.next_position(), 3);
+        for (position, epoch) in [(1, 2), (2, 3)] {
+            let e = crate::wal::read_entry(&store, &paths, position)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(e.is_sentinel);
+            assert_eq!(e.writer_epoch, epoch, "sentinel at {position}");
         }
     }
 }
