@@ -68,7 +68,8 @@ pub struct StoreFull {
 
 /// Heap bytes a buffer costs besides its data: the shared `Bytes` header behind its `Arc`, the
 /// allocator's chunk header and, for a buffer of its own, the rounding of its capacity to 64
-/// bytes (measured in `tests/memory.rs`).
+/// bytes (measured in `tests/memory.rs` against glibc's malloc; the Node addon allocates with
+/// mimalloc, which has no chunk headers, so there this errs high).
 const BUFFER_OVERHEAD: u64 = 160;
 /// Heap bytes a batch costs besides its arrays: the `Vec` of column handles and its slot.
 const BATCH_OVERHEAD: u64 = 64;
