@@ -11,8 +11,10 @@
 //!
 //! # Durability protocol of a put (create-if-absent)
 //! 1. Create missing parent directories top-down; `fsync` each new directory and its parent.
-//! 2. Write the bytes to a staging file, `fdatasync` it, and hard-link it to the final name
-//!    (`link` fails if the name exists: put-if-not-exists; readers never see a partial file).
+//! 2. Write the bytes to an unnamed (`O_TMPFILE`) or staging file, `fdatasync` it, and link it
+//!    to the final name (`link` fails if the name exists: put-if-not-exists; readers never see
+//!    a partial file). A put can carry data staged earlier ([`LocalStore::stage`]), which
+//!    leaves only the link.
 //! 3. `fsync` the parent directory, so the new name survives a power loss.
 //!
 //! Only then does the put return. Staging files (`.staging-…`) are never listed as objects.
