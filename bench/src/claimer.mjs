@@ -6,21 +6,12 @@ import os from 'node:os'
 import path from 'node:path'
 
 import { arrowKit, loadModules } from './data.mjs'
+import { claimShard } from './util.mjs'
 
 const { memwal, arrow21 } = loadModules()
 const { schema } = arrowKit(arrow21)
 
-/** Opens the writer of `shardId` in `dir` (fencing the live one) and reports its open. */
-async function claim(dir, shardId) {
-  const t0 = performance.now()
-  const b = await memwal.ShardWriter.open(dir, { schema, shardId })
-  const openMs = performance.now() - t0
-  const stats = b.openStats()
-  const { fenceSentinelPosition } = await b.walStats()
-  // The claimer writes nothing: aborting it loses nothing, and the fenced writer stays fenced.
-  await b.abort()
-  return { ...stats, openMs, fenceSentinelPosition }
-}
+const claim = (dir, shardId) => claimShard(memwal.ShardWriter, schema, dir, shardId)
 
 const warm = fs.mkdtempSync(path.join(os.tmpdir(), 'memwal-claimer-'))
 try {

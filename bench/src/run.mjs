@@ -15,7 +15,7 @@ import { summaryMarkdown } from './summary.mjs'
 import { arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
 import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalStore, sqliteStore } from './stores.mjs'
-import { ROW_BYTES, closedLoop, fmtBytes, fmtNum, fmtUs, now, rmrf, rssSampler, sleep, textTable } from './util.mjs'
+import { ROW_BYTES, claimShard, closedLoop, fmtBytes, fmtNum, fmtUs, now, rmrf, rssSampler, sleep, textTable } from './util.mjs'
 
 const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values: argv } = parseArgs({
@@ -432,15 +432,7 @@ async function claimerProcess() {
 }
 
 /** The claim in this process, next to the writer it fences. */
-async function claimInProcess(dir, shardId) {
-  const t0 = now()
-  const b = await mods.memwal.ShardWriter.open(dir, { schema: kit21.schema, shardId })
-  const openMs = now() - t0
-  const { fenceSentinelPosition } = await b.walStats()
-  const stats = b.openStats()
-  await b.abort()
-  return { ...stats, openMs, fenceSentinelPosition }
-}
+const claimInProcess = (dir, shardId) => claimShard(mods.memwal.ShardWriter, kit21.schema, dir, shardId)
 
 /** One W7 repetition: 16 clients put durably on writer A while `claim` opens the shard. */
 async function fenceLive(claim) {

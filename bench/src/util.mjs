@@ -130,6 +130,21 @@ export function rssSampler(ms = 50) {
 // abort() stops a writer's tasks without waiting for an append already handed to the disk; that
 // file can still appear while the directory is being removed, so retry on ENOTEMPTY.
 // (Node 20's own maxRetries does not cover a rmdir deep in the tree.)
+/**
+ * W7's claim: opens the writer of `shardId` in `dir` (fencing the live one) with memwal's
+ * `ShardWriter`, reports its open, and aborts it (it writes nothing, so nothing is lost, and
+ * the fenced writer stays fenced).
+ */
+export async function claimShard(ShardWriter, schema, dir, shardId) {
+  const t0 = now()
+  const b = await ShardWriter.open(dir, { schema, shardId })
+  const openMs = now() - t0
+  const stats = b.openStats()
+  const { fenceSentinelPosition } = await b.walStats()
+  await b.abort()
+  return { ...stats, openMs, fenceSentinelPosition }
+}
+
 export function rmrf(p) {
   for (let attempt = 1; ; attempt++) {
     try {

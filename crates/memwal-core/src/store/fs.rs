@@ -70,7 +70,20 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
             StagedKind::Deferred { data, sync } => {
                 first_free(paths, |path| self.create_file(path, data, *sync))
             }
-            _ => staged.link_first_free(paths),
+            #[cfg(target_os = "linux")]
+            StagedKind::Unnamed { dir, file } => {
+                use rustix::fs::{AtFlags, CWD, linkat};
+                use std::os::fd::AsRawFd;
+                let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+                first_free(paths, |path| {
+                    let name = path.file_name().unwrap_or_default();
+                    // EEXIST maps to `AlreadyExists`: the next name is tried.
+                    linkat(CWD, by_fd.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+                        .map_err(io::Error::from)
+                })
+            }
+            // link(2) fails with EEXIST if the name exists: an atomic put-if-not-exists.
+            StagedKind::Named(staging) => first_free(paths, |path| fs::hard_link(staging, path)),
         }
     }
     /// Atomically replaces (or creates) `path` with `data`; with `sync`, data flushed first.
@@ -165,32 +178,6 @@ enum StagedKind {
     },
     /// A named staging file in the directory; removed on drop.
     Named(PathBuf),
-}
-
-impl Staged {
-    /// Gives the written file the first free of `paths` (in its directory).
-    fn link_first_free(&self, paths: &[PathBuf]) -> io::Result<usize> {
-        match &self.kind {
-            StagedKind::Deferred { .. } => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a deferred staged file has no data on disk to link",
-            )),
-            #[cfg(target_os = "linux")]
-            StagedKind::Unnamed { dir, file } => {
-                use rustix::fs::{AtFlags, CWD, linkat};
-                use std::os::fd::AsRawFd;
-                let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-                first_free(paths, |path| {
-                    let name = path.file_name().unwrap_or_default();
-                    // EEXIST maps to `AlreadyExists`: the next name is tried.
-                    linkat(CWD, by_fd.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
-                        .map_err(io::Error::from)
-                })
-            }
-            // link(2) fails with EEXIST if the name exists: an atomic put-if-not-exists.
-            StagedKind::Named(staging) => first_free(paths, |path| fs::hard_link(staging, path)),
-        }
-    }
 }
 
 impl Drop for Staged {
