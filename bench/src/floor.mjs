@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 
-import { Latencies, now, rmrf } from './util.mjs'
+import { Latencies, now, retire } from './util.mjs'
 
 /** Repeats `fn` (synchronous) for `ms` (at least `min` times); latency summary in µs. */
 function loopSync(ms, min, fn) {
@@ -75,7 +75,7 @@ export async function machineFloor(dir, { ms }) {
     hop.push((now() - a) * 1000)
   }
   fs.closeSync(hopFd)
-  rmrf(dir)
+  retire(dir)
 
   return {
     fdatasyncAppend100B: { ...append, perSecond: 1e6 / append.mean },
@@ -167,7 +167,16 @@ export function fsInfo(dir) {
     // not Linux
   }
   const tmpfs = fs.statfsSync(real).type === TMPFS_MAGIC
-  return { path: real, device: best?.dev ?? null, mount: best?.mnt ?? null, type: best?.type ?? null, tmpfs }
+  // ext4 names its journal thread here, or `<none>` when it runs without a journal.
+  let journal = null
+  if (best?.type === 'ext4') {
+    try {
+      journal = fs.readFileSync(`/sys/fs/ext4/${path.basename(best.dev)}/journal_task`, 'utf8').trim() !== '<none>'
+    } catch {
+      // no sysfs entry
+    }
+  }
+  return { path: real, device: best?.dev ?? null, mount: best?.mnt ?? null, type: best?.type ?? null, tmpfs, journal }
 }
 
 function pkgVersion(entry, name) {

@@ -15,7 +15,7 @@ import { summaryMarkdown } from './summary.mjs'
 import { arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
 import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalStore, sqliteStore } from './stores.mjs'
-import { ROW_BYTES, claimShard, closedLoop, fmtBytes, fmtNum, fmtUs, now, rmrf, rssSampler, sleep, textTable } from './util.mjs'
+import { ROW_BYTES, claimShard, closedLoop, fmtBytes, fmtNum, fmtUs, now, retire, rmrf, rssSampler, sleep, textTable } from './util.mjs'
 
 const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values: argv } = parseArgs({
@@ -215,7 +215,7 @@ async function cell(
     }
     counters = counterDelta(res.startSnap, res.endSnap)
   }
-  rmrf(dir)
+  retire(dir)
   const opsPerSec = res.ops / res.seconds
   const r = {
     workload,
@@ -383,7 +383,7 @@ async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = 
   const openMs = now() - t0
   const m = await b.memtableStats()
   await b.abort()
-  rmrf(dir)
+  retire(dir)
   global.gc?.()
   const r = {
     workload: 'W6',
@@ -501,7 +501,7 @@ async function fenceLive(claim) {
   }
   await a.abort()
   await c.abort()
-  rmrf(dir)
+  retire(dir)
   return result
 }
 
@@ -529,7 +529,7 @@ W.W7 = async () => {
     w7Idle.push({ openMs: now() - t0, claimMs: b.openStats().claimMs })
     await a.abort()
     await b.abort()
-    rmrf(dir)
+    retire(dir)
   }
 }
 
@@ -538,7 +538,7 @@ W.W7 = async () => {
 // ---------------------------------------------------------------------------------------------
 
 say(`memwal benchmark (${MODE}) — ${new Date().toISOString()}`)
-say(`data directory: ${DATA} (${FS.type ?? '?'} on ${FS.device ?? '?'}${FS.tmpfs ? ', tmpfs!' : ''})`)
+say(`data directory: ${DATA} (${FS.type ?? '?'} on ${FS.device ?? '?'}${FS.journal === false ? ', no journal' : ''}${FS.tmpfs ? ', tmpfs!' : ''})`)
 note('machine floor')
 const floor = await machineFloor(path.join(DATA, 'floor'), { ms: P.floorMs })
 const vers = versions(

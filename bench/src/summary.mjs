@@ -33,7 +33,7 @@ export function summaryMarkdown(report) {
   const durable = (c) => c.durable
   const lines = []
   lines.push(
-    `Run of ${report.generatedAt.slice(0, 10)} (${report.mode}, ${Math.round(report.totalSeconds / 60)} min): ${v.cpu}, ${v.memoryGiB} GiB, ${report.machine.fs.type} on ${report.machine.fs.device}, ${v.kernel}, Node ${v.node}${load ? `; load average at start ${load.map((x) => x.toFixed(1)).join(' / ')}` : ''}.`,
+    `Run of ${report.generatedAt.slice(0, 10)} (${report.mode}, ${Math.round(report.totalSeconds / 60)} min): ${v.cpu}, ${v.memoryGiB} GiB, ${report.machine.fs.type}${report.machine.fs.journal === false ? ' (no journal)' : ''} on ${report.machine.fs.device}, ${v.kernel}, Node ${v.node}${load ? `; load average at start ${load.map((x) => x.toFixed(1)).join(' / ')}` : ''}.`,
   )
   lines.push('')
   lines.push(row(['machine floor', 'p50', 'p99']))
