@@ -66,9 +66,16 @@ export declare class NativeShardWriter {
    * waiting; `null` if backpressure would make it wait (then use `put`/`putNoWait`). For
    * small puts: it saves two thread hops. `noWait` applies `putNoWait`'s mode check.
    */
-  tryInsert(data: Uint8Array, expectedRows: number | undefined | null, expectedColumns: number | undefined | null, noWait: boolean): NativeWriteTicket | null
+  tryInsert(data: Uint8Array, expectedRows: number | undefined | null, expectedColumns: number | undefined | null, noWait: boolean, durableId?: number | undefined | null): NativeWriteTicket | null
   /** `tryInsert` with the batches sent as column buffers. */
-  tryInsertColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>, noWait: boolean): NativeWriteTicket | null
+  tryInsertColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>, noWait: boolean, durableId?: number | undefined | null): NativeWriteTicket | null
+  /**
+   * Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
+   * messages)` (ids that are durable; ids that failed, with their tagged error messages),
+   * in batches, on the JavaScript thread. Once per writer; the callback does not keep the
+   * event loop alive.
+   */
+  relayDurable(callback: (ok: number[], failed: number[], messages: string[]) => void): void
   /** Makes everything written so far durable. */
   flush(): Promise<void>
   /** Freezes the active MemTable. */
@@ -111,7 +118,12 @@ export declare class NativeWriteTicket {
   get result(): NativeWriteResult
   /** True in durable mode: `wait()` resolves when the rows are durable. */
   get hasDurable(): boolean
-  /** Resolves when the rows are durable (at once in non-durable mode). */
+  /**
+   * True if the rows' durability is reported through the writer's relay, under the id the
+   * insert was given, and not by `wait()`.
+   */
+  get relayed(): boolean
+  /** Resolves when the rows are durable (at once in non-durable mode, or if relayed). */
   wait(): Promise<void>
 }
 

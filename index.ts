@@ -593,6 +593,38 @@ function yieldIfDue(): Promise<void> | null {
   return new Promise((resolve) => setImmediate(resolve))
 }
 
+/**
+ * Durable puts that inserted on this thread wait here, by id, for the binding to report their
+ * WAL append (`relayDurable`): one callback per append settles all of its puts, where a native
+ * promise per put cost more than the insert itself.
+ */
+const durableWaiters = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>()
+let nextDurableId = 1
+/** Holds the event loop open while a put waits in `durableWaiters` (the binding's does not). */
+const durableKeepAlive = setInterval(() => undefined, 2 ** 31 - 1)
+durableKeepAlive.unref()
+
+function durable(id: number): Promise<void> {
+  if (durableWaiters.size === 0) durableKeepAlive.ref()
+  return new Promise((resolve, reject) => durableWaiters.set(id, { resolve, reject }))
+}
+
+function settleDurable(ok: number[], failed: number[], messages: string[]): void {
+  for (const id of ok) {
+    const w = durableWaiters.get(id)
+    if (w === undefined) continue
+    durableWaiters.delete(id)
+    w.resolve()
+  }
+  for (let i = 0; i < failed.length; i++) {
+    const w = durableWaiters.get(failed[i]!)
+    if (w === undefined) continue
+    durableWaiters.delete(failed[i]!)
+    w.reject(translate(new Error(messages[i])))
+  }
+  if (durableWaiters.size === 0) durableKeepAlive.unref()
+}
+
 function encodedBytes(e: Encoded): number {
   return e.kind === 'ipc' ? e.bytes.byteLength : e.buffers.reduce((n, b) => n + b.byteLength, 0)
 }
@@ -969,6 +1001,7 @@ export class ShardWriter {
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
+    native.relayDurable(settleDurable)
   }
 
   /**
@@ -1017,10 +1050,12 @@ export class ShardWriter {
    */
   async put(data: PutData): Promise<WriteResult> {
     const e = encode(data)
-    const ticket = this.#tryInsert(e, false)
+    const id = nextDurableId++
+    const ticket = this.#tryInsert(e, false, id)
     if (ticket !== null) {
-      if (ticket.hasDurable) await call(() => ticket.wait())
-      else await yieldIfDue()
+      if (!ticket.hasDurable) await yieldIfDue()
+      else if (ticket.relayed) await durable(id)
+      else await call(() => ticket.wait())
       return writeResult(ticket.result)
     }
     return writeResult(
@@ -1036,12 +1071,12 @@ export class ShardWriter {
    * Inserts a small put synchronously (two thread hops cheaper than the async path); `null`
    * for a large put, which is decoded off the event loop, or when backpressure would wait.
    */
-  #tryInsert(e: Encoded, noWait: boolean): NativeWriteTicket | null {
+  #tryInsert(e: Encoded, noWait: boolean, durableId?: number): NativeWriteTicket | null {
     if (encodedBytes(e) > SYNC_INSERT_LIMIT) return null
     return callSync(() =>
       e.kind === 'columns'
-        ? this.#native.tryInsertColumns(e.schema, e.batches, e.nodes, e.buffers, noWait)
-        : this.#native.tryInsert(e.bytes, e.rows, e.columns, noWait),
+        ? this.#native.tryInsertColumns(e.schema, e.batches, e.nodes, e.buffers, noWait, durableId)
+        : this.#native.tryInsert(e.bytes, e.rows, e.columns, noWait, durableId),
     )
   }
 

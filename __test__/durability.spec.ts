@@ -136,3 +136,31 @@ test('the event loop stays responsive during durable puts', async (t) => {
   // Generous: CI runs other test files (and a release build) on the same two cores.
   t.true(maxGap < 1000, `the event loop stalled for ${maxGap.toFixed(1)} ms`)
 })
+
+test('concurrent durable puts to two writers each settle with their own writer’s outcome', async (t) => {
+  // Small durable puts are acknowledged in batches, one callback per WAL append, through ids
+  // shared by every writer of the process: no put may see another one's outcome.
+  const failing = ObjectStore.memory()
+  const a = await ShardWriter.open(failing, { schema, maxWalPersistRetries: 0, walPersistRetryBaseDelayMs: 1 })
+  const b = await ShardWriter.open(memoryLocation(), { schema })
+  await a.put(rows([0]))
+  failing.faults.failWalPuts(Infinity)
+  const n = 64
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: 2 * n }, (_, i) => (i % 2 === 0 ? a : b).put(rows([i]))),
+  )
+  for (const [i, o] of outcomes.entries()) {
+    if (i % 2 === 0) {
+      t.is(o.status, 'rejected', `put ${i} to the failing writer`)
+      if (o.status === 'rejected') t.true(o.reason instanceof FencedError, String(o.reason))
+    } else {
+      t.is(o.status, 'fulfilled', `put ${i} to the healthy writer`)
+    }
+  }
+  t.deepEqual(
+    ids(await b.scan()).sort((x, y) => x - y),
+    Array.from({ length: n }, (_, i) => 2 * i + 1),
+  )
+  await a.abort()
+  await b.close()
+})

@@ -17,6 +17,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod columns;
 mod convert;
+mod durable;
 mod error;
 mod ipc;
 mod reader;

@@ -1,18 +1,19 @@
 //! `NativeShardWriter`: a thin shell over [`memwal_core::ShardWriter`].
 //! Each method converts its arguments, makes one core call and maps the error.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_schema::SchemaRef;
 use memwal_core::{DurableWatcher, ShardWriter, TryPut, WriteResult};
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, Float64Array, PromiseRaw, Uint8Array};
+use napi::bindgen_prelude::{Buffer, Float64Array, Function, PromiseRaw, Uint8Array};
 use napi_derive::napi;
 
 use crate::convert::{
     NativeManifest, NativeMemTableStats, NativeOpenStats, NativeWalStats, NativeWriteResult,
     NativeWriteStats, NativeWriterOptions,
 };
+use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
 use crate::store::NativeObjectStore;
 use crate::{columns, ipc};
@@ -45,24 +46,37 @@ pub struct NativeShardWriter {
     inner: Arc<ShardWriter>,
     /// The last schema sent with column data, decoded (callers send the same one each time).
     schema_cache: Mutex<Option<(Vec<u8>, SchemaRef)>>,
+    /// Where durable puts inserted with an id wait (set once by `relayDurable`).
+    relay: OnceLock<DurableRelay>,
 }
 
 impl NativeShardWriter {
-    /// A ticket for rows `try_put` inserted, `None` if it would have had to wait.
+    /// A ticket for rows `try_put` inserted, `None` if it would have had to wait. With a
+    /// `durable_id` and a relay, the rows' durability is reported through the relay under that
+    /// id (the ticket says `relayed`) rather than by the ticket's `wait()`.
     fn try_insert_batches(
         &self,
         batches: Vec<arrow_array::RecordBatch>,
         no_wait: bool,
+        durable_id: Option<f64>,
     ) -> napi::Result<Option<NativeWriteTicket>> {
         if no_wait {
             self.inner.check_put_no_wait().napi()?;
         }
         Ok(match self.inner.try_put(batches).napi()? {
-            TryPut::Inserted(result, watcher) => Some(NativeWriteTicket {
-                result,
-                has_durable: watcher.is_some(),
-                durable: Mutex::new(watcher),
-            }),
+            TryPut::Inserted(result, watcher) => {
+                let has_durable = watcher.is_some();
+                let watcher = match (watcher, durable_id, self.relay.get()) {
+                    (Some(w), Some(id), Some(relay)) => relay.watch(id, w),
+                    (w, _, _) => w,
+                };
+                Some(NativeWriteTicket {
+                    result,
+                    has_durable,
+                    relayed: has_durable && watcher.is_none(),
+                    durable: Mutex::new(watcher),
+                })
+            }
             TryPut::WouldBlock(_) => None,
         })
     }
@@ -95,6 +109,7 @@ pub struct NativeWriteTicket {
     result: WriteResult,
     durable: Mutex<Option<DurableWatcher>>,
     has_durable: bool,
+    relayed: bool,
 }
 
 #[napi]
@@ -111,7 +126,14 @@ impl NativeWriteTicket {
         self.has_durable
     }
 
-    /// Resolves when the rows are durable (at once in non-durable mode).
+    /// True if the rows' durability is reported through the writer's relay, under the id the
+    /// insert was given, and not by `wait()`.
+    #[napi(getter)]
+    pub fn relayed(&self) -> bool {
+        self.relayed
+    }
+
+    /// Resolves when the rows are durable (at once in non-durable mode, or if relayed).
     #[napi(catch_unwind)]
     pub async fn wait(&self) -> napi::Result<()> {
         let watcher = self
@@ -144,6 +166,7 @@ impl NativeShardWriter {
             Ok(NativeShardWriter {
                 inner: Arc::new(w),
                 schema_cache: Mutex::new(None),
+                relay: OnceLock::new(),
             })
         })
     }
@@ -187,6 +210,7 @@ impl NativeShardWriter {
         Ok(NativeWriteTicket {
             result,
             has_durable: watcher.is_some(),
+            relayed: false,
             durable: Mutex::new(watcher),
         })
     }
@@ -220,6 +244,7 @@ impl NativeShardWriter {
         Ok(NativeWriteTicket {
             result,
             has_durable: watcher.is_some(),
+            relayed: false,
             durable: Mutex::new(watcher),
         })
     }
@@ -234,9 +259,10 @@ impl NativeShardWriter {
         expected_rows: Option<f64>,
         expected_columns: Option<f64>,
         no_wait: bool,
+        durable_id: Option<f64>,
     ) -> napi::Result<Option<NativeWriteTicket>> {
         let batches = decode_put(&data, expected_rows, expected_columns)?;
-        self.try_insert_batches(batches, no_wait)
+        self.try_insert_batches(batches, no_wait, durable_id)
     }
 
     /// `tryInsert` with the batches sent as column buffers.
@@ -248,9 +274,29 @@ impl NativeShardWriter {
         nodes: Float64Array,
         buffers: Vec<Uint8Array>,
         no_wait: bool,
+        durable_id: Option<f64>,
     ) -> napi::Result<Option<NativeWriteTicket>> {
         let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
-        self.try_insert_batches(batches, no_wait)
+        self.try_insert_batches(batches, no_wait, durable_id)
+    }
+
+    /// Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
+    /// messages)` (ids that are durable; ids that failed, with their tagged error messages),
+    /// in batches, on the JavaScript thread. Once per writer; the callback does not keep the
+    /// event loop alive.
+    #[napi(
+        ts_args_type = "callback: (ok: number[], failed: number[], messages: string[]) => void",
+        catch_unwind
+    )]
+    pub fn relay_durable(&self, callback: Function<DurableArgs, ()>) -> napi::Result<()> {
+        if self.relay.get().is_some() {
+            return Err(invalid(
+                "relayDurable: this writer already has a durability callback",
+            ));
+        }
+        let relay = DurableRelay::start(&callback)?;
+        let _ = self.relay.set(relay);
+        Ok(())
     }
 
     /// Makes everything written so far durable.

@@ -1,0 +1,97 @@
+//! `DurableRelay`: reports the durability of small puts to JavaScript in batches.
+//!
+//! A durable put that inserts on the JavaScript thread (`tryInsert`) used to wait with its
+//! ticket's async `wait()`: per put, a promise, a threadsafe function created and released, and
+//! a Tokio task spawned (waking a worker). Those cost more JavaScript-thread time than the
+//! insert itself, and with many clients they, not the disk, bounded the put rate. A relay is
+//! one task and one threadsafe function per writer: the insert hands it the put's watcher under
+//! an id chosen by `index.ts`, and each WAL append's outcomes come back as one callback.
+
+use futures::FutureExt;
+use futures::stream::{FuturesUnordered, StreamExt};
+use memwal_core::DurableWatcher;
+use napi::Status;
+use napi::bindgen_prelude::{FnArgs, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use tokio::sync::mpsc;
+
+use crate::error::tagged;
+
+/// The arguments of the JavaScript callback: durable ids, failed ids, their tagged messages.
+pub type Args = FnArgs<(Vec<f64>, Vec<f64>, Vec<String>)>;
+
+/// Weak: a writer with no put waiting must not keep the process alive (`index.ts` holds the
+/// event loop open while a relayed put waits).
+type Callback = ThreadsafeFunction<Settled, (), Args, Status, false, true>;
+
+/// Outcomes collected for one callback.
+#[derive(Default)]
+struct Settled {
+    ok: Vec<f64>,
+    failed: Vec<f64>,
+    messages: Vec<String>,
+}
+
+impl Settled {
+    fn add(&mut self, id: f64, outcome: memwal_core::Result<()>) {
+        match outcome {
+            Ok(()) => self.ok.push(id),
+            Err(e) => {
+                self.failed.push(id);
+                self.messages.push(tagged(&e));
+            }
+        }
+    }
+}
+
+/// The writer's side of the relay: the task ends once this is dropped and every watcher it
+/// was handed has settled (and been reported).
+#[derive(Debug)]
+pub struct DurableRelay {
+    tx: mpsc::UnboundedSender<(f64, DurableWatcher)>,
+}
+
+impl DurableRelay {
+    /// Starts the relay task, reporting to `callback`. On the JavaScript thread.
+    pub fn start(callback: &Function<Args, ()>) -> napi::Result<Self> {
+        let callback: Callback = callback
+            .build_threadsafe_function::<Settled>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(
+                |ctx| Ok((ctx.value.ok, ctx.value.failed, ctx.value.messages).into()),
+            )?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        napi::bindgen_prelude::spawn(relay(rx, callback));
+        Ok(DurableRelay { tx })
+    }
+
+    /// Hands `watcher` to the relay under `id`; gives it back if the relay task is gone.
+    pub fn watch(&self, id: f64, watcher: DurableWatcher) -> Option<DurableWatcher> {
+        self.tx.send((id, watcher)).err().map(|e| e.0.1)
+    }
+}
+
+async fn relay(mut rx: mpsc::UnboundedReceiver<(f64, DurableWatcher)>, callback: Callback) {
+    let mut waiting = FuturesUnordered::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            msg = rx.recv(), if open => match msg {
+                Some((id, watcher)) => waiting.push(async move { (id, watcher.wait().await) }),
+                None => open = false,
+            },
+            Some((id, outcome)) = waiting.next(), if !waiting.is_empty() => {
+                // One WAL append settles all its puts at once: report the ones ready together.
+                let mut settled = Settled::default();
+                settled.add(id, outcome);
+                while let Some(Some((id, outcome))) = waiting.next().now_or_never() {
+                    settled.add(id, outcome);
+                }
+                // Fails only while the environment is torn down, when no one is left to tell.
+                let _ = callback.call(settled, ThreadsafeFunctionCallMode::NonBlocking);
+            }
+            else => return,
+        }
+    }
+}
