@@ -1001,7 +1001,7 @@ export class ShardWriter {
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
-    native.relayDurable(settleDurable)
+    callSync(() => native.relayDurable(settleDurable))
   }
 
   /**
