@@ -598,7 +598,11 @@ function yieldIfDue(): Promise<void> | null {
  * WAL append (`relayDurable`): one callback per append settles all of its puts, where a native
  * promise per put cost more than the insert itself.
  */
-const durableWaiters = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>()
+interface DurableWaiter {
+  resolve: () => void
+  reject: (e: unknown) => void
+}
+const durableWaiters = new Map<number, DurableWaiter>()
 let nextDurableId = 1
 /** Holds the event loop open while a put waits in `durableWaiters` (the binding's does not). */
 const durableKeepAlive = setInterval(() => undefined, 2 ** 31 - 1)
@@ -609,19 +613,15 @@ function durable(id: number): Promise<void> {
   return new Promise((resolve, reject) => durableWaiters.set(id, { resolve, reject }))
 }
 
+function takeDurable(id: number): DurableWaiter | undefined {
+  const w = durableWaiters.get(id)
+  if (w !== undefined) durableWaiters.delete(id)
+  return w
+}
+
 function settleDurable(ok: number[], failed: number[], messages: string[]): void {
-  for (const id of ok) {
-    const w = durableWaiters.get(id)
-    if (w === undefined) continue
-    durableWaiters.delete(id)
-    w.resolve()
-  }
-  for (let i = 0; i < failed.length; i++) {
-    const w = durableWaiters.get(failed[i]!)
-    if (w === undefined) continue
-    durableWaiters.delete(failed[i]!)
-    w.reject(translate(new Error(messages[i])))
-  }
+  for (const id of ok) takeDurable(id)?.resolve()
+  failed.forEach((id, i) => takeDurable(id)?.reject(translate(new Error(messages[i]))))
   if (durableWaiters.size === 0) durableKeepAlive.unref()
 }
 

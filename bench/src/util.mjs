@@ -128,9 +128,6 @@ export function rssSampler(ms = 50) {
   }
 }
 
-// abort() stops a writer's tasks without waiting for an append already handed to the disk; that
-// file can still appear while the directory is being removed, so retry on ENOTEMPTY.
-// (Node 20's own maxRetries does not cover a rmdir deep in the tree.)
 /**
  * W7's claim: opens the writer of `shardId` in `dir` (fencing the live one) with memwal's
  * `ShardWriter`, reports its open, and aborts it (it writes nothing, so nothing is lost, and
@@ -168,6 +165,9 @@ export function retire(dir) {
   }
 }
 
+// abort() stops a writer's tasks without waiting for an append already handed to the disk; that
+// file can still appear while the directory is being removed, so retry on ENOTEMPTY.
+// (Node 20's own maxRetries does not cover a rmdir deep in the tree.)
 export function rmrf(p) {
   for (let attempt = 1; ; attempt++) {
     try {
