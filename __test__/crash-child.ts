@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   setTimeout(() => {
     stopped = true
     process.exit(3)
-  }, 20_000).unref()
+  }, 120_000).unref()
   log({ e: 'open' })
   process.stdout.write('open\n')
   const d = await ShardWriter.open(cfg.dir, {

@@ -971,10 +971,17 @@ for (const t of targets) {
   say(`         ${t.detail}`)
 }
 
-// Smoke guards: wide bounds only (the machine is shared; a benchmark is never a timed test).
+// Smoke guards check what a run did (puts completed, no errors, rows replayed, group commit,
+// nothing lost or hung), never how fast: CI shares a two-core machine with whatever else runs,
+// and a benchmark is never a timed test. Speeds are printed beside the guards as readings; the
+// full run judges them as ratios within one run (the targets above).
 const guards = []
 function guard(text, ok, detail = '') {
   guards.push({ guard: text, ok: Boolean(ok), detail })
+}
+const readings = []
+function reading(text, detail) {
+  readings.push({ reading: text, detail })
 }
 if (smoke) {
   for (const r of results) {
@@ -994,22 +1001,11 @@ if (smoke) {
     }
   }
   const w1 = find('W1', 'memwal', 1, 1)
-  if (w1) {
-    const bound = Math.max(5000, 10 * floor.publishNewFile100B.p50)
-    guard(
-      `W1 memwal p50 < max(5 ms, 10 × publish floor p50) = ${fmtUs(bound)}`,
-      w1.latencyUs.p50 < bound,
-      fmtUs(w1.latencyUs.p50),
-    )
-  }
+  if (w1) reading('W1 memwal p50 (publish floor p50)', `${fmtUs(w1.latencyUs.p50)} (${fmtUs(floor.publishNewFile100B.p50)})`)
   const c1 = find('W2', 'memwal', 1, 1)
   const c64 = find('W2', 'memwal', 1, 64)
   if (c1 && c64) {
-    guard(
-      'W2 memwal C=64 ≥ 3× C=1 (1-row durable puts)',
-      c64.putsPerSec >= 3 * c1.putsPerSec,
-      `${fmtNum(c64.putsPerSec)} vs ${fmtNum(c1.putsPerSec)} puts/s`,
-    )
+    reading('W2 memwal 1-row durable puts/s, C=64 vs C=1', `${fmtNum(c64.putsPerSec)} vs ${fmtNum(c1.putsPerSec)}`)
     guard(
       'W2 memwal C=64 group-commits (> 2 puts per WAL entry)',
       c64.putsPerWalEntry > 2,
@@ -1020,9 +1016,9 @@ if (smoke) {
     [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, BURST)),
     (r) => r.mbPerSec,
   )
-  if (nd) guard('W3 memwal non-durable burst ≥ 20 MB/s', nd.mbPerSec >= 20, `${nd.mbPerSec.toFixed(0)} MB/s`)
+  if (nd) reading('W3 memwal non-durable burst', `${nd.mbPerSec.toFixed(0)} MB/s`)
   const w4 = find('W4', 'memwal', 1, 1, false)
-  if (w4) guard('W4 memwal non-durable p50 < 2 ms', w4.latencyUs.p50 < 2000, fmtUs(w4.latencyUs.p50))
+  if (w4) reading('W4 memwal non-durable p50', fmtUs(w4.latencyUs.p50))
   const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
   if (rot) {
     guard('W5 rotations happened (≥ 1 generation flushed)', rot.generationsFlushed >= 1, `${rot.generationsFlushed}`)
@@ -1030,8 +1026,7 @@ if (smoke) {
   }
   for (const r of w6) {
     guard(`W6 ${r.kind}: every row replayed`, r.rowsReplayed === r.rowsWritten, `${r.rowsReplayed}/${r.rowsWritten}`)
-    if (r.kind.startsWith('large'))
-      guard(`W6 ${r.kind}: replay ≥ 5 MB/s`, r.replayMBps >= 5, `${r.replayMBps.toFixed(0)} MB/s`)
+    if (r.kind.startsWith('large')) reading(`W6 ${r.kind}: replay`, `${r.replayMBps.toFixed(0)} MB/s`)
   }
   if (w7Summary) {
     const all = w7Summary.all
@@ -1040,7 +1035,7 @@ if (smoke) {
       all.okAfterClaimInvoked === 0 && all.okMissingAfterReopen === 0 && all.hung === 0 && all.nonFencedErrors === 0,
       JSON.stringify(all),
     )
-    guard('W7 claim p50 < 1 s', w7Summary.claimMs.p50 < 1000, fmtUs(w7Summary.claimMs.p50 * 1000))
+    reading('W7 claim p50', fmtUs(w7Summary.claimMs.p50 * 1000))
     const reps = [...w7.process, ...w7.inProcess]
     guard(
       'W7 claim ≤ open',
@@ -1087,6 +1082,7 @@ const out = {
   w7: { summary: w7Summary, reps: w7, idle: w7Idle },
   targets,
   guards: smoke ? guards : undefined,
+  readings: smoke ? readings : undefined,
 }
 
 const resultsDir = path.join(benchDir, 'results')
@@ -1113,6 +1109,8 @@ say(
 if (smoke) {
   const failed = guards.filter((g) => !g.ok)
   say()
+  say('smoke readings (not judged; the full run judges speed as ratios):')
+  for (const r of readings) say(`  ${r.reading}: ${r.detail}`)
   say(`smoke: ${guards.length - failed.length} guards passed, ${failed.length} failed`)
   for (const g of failed) say(`  FAILED ${g.guard}: ${g.detail}`)
   process.exitCode = failed.length ? 1 : 0

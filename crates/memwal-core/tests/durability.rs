@@ -95,7 +95,7 @@ async fn abort_while_a_durable_put_waits_fails_the_put() {
         tokio::task::yield_now().await;
     }
     w.abort().await.unwrap();
-    let e = tokio::time::timeout(std::time::Duration::from_secs(5), watcher.unwrap().wait())
+    let e = tokio::time::timeout(HANG_GUARD, watcher.unwrap().wait())
         .await
         .expect("must not hang")
         .unwrap_err();

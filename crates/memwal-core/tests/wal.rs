@@ -120,7 +120,7 @@ async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
         let _b = shard.open(durable()).await;
         let (r, watcher) = a.put_no_wait(vec![batch([2])]).await.unwrap();
         assert_eq!(r.batch_positions.start, 1);
-        let e = tokio::time::timeout(Duration::from_secs(5), watcher.unwrap().wait())
+        let e = tokio::time::timeout(HANG_GUARD, watcher.unwrap().wait())
             .await
             .expect("the watcher must not hang")
             .unwrap_err();
@@ -312,7 +312,7 @@ async fn a_persistence_failure_wakes_the_waiter_and_latches() {
     let w = shard.open(config).await;
     backend.store.faults().fail_wal_puts(u64::MAX);
     let (_, watcher) = w.put_no_wait(vec![batch([1])]).await.unwrap();
-    let e = tokio::time::timeout(Duration::from_secs(5), watcher.unwrap().wait())
+    let e = tokio::time::timeout(HANG_GUARD, watcher.unwrap().wait())
         .await
         .expect("the watcher must not hang")
         .unwrap_err();

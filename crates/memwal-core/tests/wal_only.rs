@@ -387,7 +387,7 @@ async fn abort_while_a_durable_put_waits_fails_the_put() {
     })
     .await;
     w.abort().await.unwrap();
-    let e = tokio::time::timeout(std::time::Duration::from_secs(5), put)
+    let e = tokio::time::timeout(HANG_GUARD, put)
         .await
         .expect("must not hang")
         .unwrap()

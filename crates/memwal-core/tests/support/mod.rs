@@ -255,11 +255,16 @@ pub async fn recovered_ids(store: &Store, shard: Uuid) -> Vec<i32> {
     ids(&r.scan().await.unwrap().batches)
 }
 
+/// How long a test waits for something that must happen before calling it a hang. Only a
+/// failing test ever waits this long, so it is generous: a loaded two-core machine must not
+/// turn a slow success into a failure.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
 /// Polls `cond` every millisecond (tokio time, so paused tests auto-advance) until it holds;
-/// panics naming `what` after 10 s. For background effects no call reports (triggers,
+/// panics naming `what` after [`HANG_GUARD`]. For background effects no call reports (triggers,
 /// tickers): a wait on a condition, never a blind sleep.
 pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
     while !cond() {
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -271,7 +276,7 @@ pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// Like [`wait_until`], for a condition that needs the store.
 pub async fn wait_until_async<F: Future<Output = bool>>(what: &str, mut cond: impl FnMut() -> F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
     while !cond().await {
         assert!(
             tokio::time::Instant::now() < deadline,
