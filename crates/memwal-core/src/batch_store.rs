@@ -11,12 +11,11 @@
 //! - `committed_len` is set by the appender with `Release` and loaded by readers with `Acquire`;
 //!   it never decreases, and a multi-batch append publishes all its batches at once (readers see
 //!   none or all of them).
-//! - `wal_appended_len` (batches `[0, n)` are inside persisted WAL entries) and
-//!   `last_wal_position` (the highest WAL position holding any batch of this store) are written
-//!   only by the WAL flush handler (or by replay before the writer is shared), never decrease,
-//!   and `wal_appended_len <= committed_len` always.
+//!
+//! How much of a store is in the WAL is not the store's business: see
+//! [`crate::memtable::WalProgress`].
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use arrow_array::{Array, RecordBatch};
@@ -104,8 +103,6 @@ pub struct BatchStore {
     slots: Box<[OnceLock<StoredBatch>]>,
     committed_len: AtomicUsize,
     append_lock: Mutex<()>,
-    wal_appended_len: AtomicUsize,
-    last_wal_position: AtomicU64,
 }
 
 impl std::fmt::Debug for BatchStore {
@@ -113,7 +110,6 @@ impl std::fmt::Debug for BatchStore {
         f.debug_struct("BatchStore")
             .field("capacity", &self.capacity())
             .field("len", &self.len())
-            .field("wal_appended_len", &self.wal_appended_len())
             .finish()
     }
 }
@@ -129,8 +125,6 @@ impl BatchStore {
             slots: (0..capacity).map(|_| OnceLock::new()).collect(),
             committed_len: AtomicUsize::new(0),
             append_lock: Mutex::new(()),
-            wal_appended_len: AtomicUsize::new(0),
-            last_wal_position: AtomicU64::new(0),
         }
     }
 
@@ -237,36 +231,6 @@ impl BatchStore {
     /// Estimated bytes of all committed batches.
     pub fn estimated_bytes(&self) -> u64 {
         self.bytes_before(self.len())
-    }
-
-    /// Batches `[0, n)` are inside persisted WAL entries.
-    pub fn wal_appended_len(&self) -> usize {
-        self.wal_appended_len.load(Ordering::Acquire)
-    }
-
-    /// The highest WAL position holding any batch of this store; 0 if none.
-    pub fn last_wal_position(&self) -> u64 {
-        self.last_wal_position.load(Ordering::Acquire)
-    }
-
-    /// The committed batches not yet in the WAL.
-    pub fn pending_wal_range(&self) -> BatchRange {
-        BatchRange {
-            start: self.wal_appended_len(),
-            end: self.len(),
-        }
-    }
-
-    /// Records that batches `[0, end)` are persisted, the last of them in WAL entry `position`.
-    /// Only the WAL flush handler (or replay, before the writer is shared) calls this.
-    pub(crate) fn mark_wal_appended(&self, end: usize, position: u64) {
-        debug_assert!(end <= self.len(), "WAL-appended past the committed length");
-        debug_assert!(
-            end >= self.wal_appended_len(),
-            "WAL progress went backwards"
-        );
-        self.last_wal_position.fetch_max(position, Ordering::AcqRel);
-        self.wal_appended_len.fetch_max(end, Ordering::AcqRel);
     }
 }
 
@@ -394,19 +358,5 @@ mod tests {
             r.join().unwrap();
         }
         assert_eq!(s.len(), 200);
-    }
-
-    // Reference §8.4 scenario 84.
-    #[test]
-    fn wal_progress_tracks_the_pending_range() {
-        let s = BatchStore::new(10);
-        s.append(&[batch(1), batch(2), batch(3)]).unwrap();
-        assert_eq!(s.pending_wal_range(), BatchRange { start: 0, end: 3 });
-        s.mark_wal_appended(2, 7);
-        assert_eq!(s.pending_wal_range(), BatchRange { start: 2, end: 3 });
-        assert_eq!(s.last_wal_position(), 7);
-        s.mark_wal_appended(3, 9);
-        assert!(s.pending_wal_range().is_empty());
-        assert_eq!(s.last_wal_position(), 9);
     }
 }

@@ -1,12 +1,16 @@
 //! Making rows durable: the WAL flush handler, per-put completions, and generation flushes.
 //!
 //! Parts:
-//! - [`completion`]: [`PutCompletion`] / [`DurableWatcher`], the request-scoped write-once
+//! - [`completion`]: `PutCompletion` / [`DurableWatcher`], the request-scoped write-once
 //!   cell of one durable put, and [`TerminalLatch`], where the first fence error is kept.
-//! - [`wal_handler`]: `WalFlushHandler`, the one task per writer that owns the
+//! - `wal_handler`: `WalFlushHandler`, the one task per writer that owns the
 //!   [`crate::wal::WalAppender`] and turns flush requests into WAL entries (group commit).
-//! - [`generation`]: the task that turns a frozen MemTable into a Parquet generation file and
-//!   a manifest commit.
+//! - `generation`: `GenerationFlusher`, the task that turns a frozen MemTable into a Parquet
+//!   generation file and a manifest commit.
+//! - `feedback`: how those two tasks report back to the writer. The writer owns its state and
+//!   is the only one that locks it; the tasks get what they need in their messages and send a
+//!   `Report` for every change (an append, a committed generation), so data flows one way:
+//!   writer → WAL handler → generation flusher, with reports flowing back.
 //!
 //! # Durability contract
 //!
@@ -19,11 +23,12 @@
 //!    trigger can rotate the MemTable*, and sends `FlushRequest { memtable, end, completion }`
 //!    to the WAL flush handler.
 //! 2. The handler appends what that store still owes, up to at least `end`, as one WAL entry
-//!    (put-if-not-exists), and only after the store's put returned does it record the store's
-//!    WAL progress (`BatchStore::mark_wal_appended`) and complete the cell with `Ok`.
+//!    (put-if-not-exists), and only after the store's put returned does it advance that
+//!    store's [`crate::memtable::WalProgress`], report it to the writer, and complete the cell
+//!    with `Ok`.
 //! 3. If an earlier append of **the same store** already covered `end`, the cell completes
-//!    with `Ok` and no I/O (coalesced empty flush). Progress is per store, so a range of
-//!    another generation can never satisfy it.
+//!    with `Ok` and no I/O (coalesced empty flush). Progress is kept per store (found by
+//!    `Arc` identity), so a range of another generation can never satisfy it.
 //! 4. If the append fails, the cell gets that append's typed error (`PeerClaimedEpoch` or
 //!    `PersistenceFailure`). The error is latched: every waiter and every later call gets it.
 //! 5. If the handler goes away before writing the cell (abort, close, a task crash), the
@@ -42,8 +47,10 @@
 //! cursor never skips an entry whose rows are not in a generation file.
 
 pub mod completion;
+pub(crate) mod feedback;
 pub(crate) mod generation;
 pub(crate) mod wal_handler;
 
-pub use completion::DurableWatcher;
-pub(crate) use completion::{PutCompletion, TerminalLatch, put_completion};
+pub use completion::{DurableWatcher, TerminalLatch};
+pub(crate) use completion::{PutCompletion, put_completion};
+pub(crate) use feedback::{Feedback, Report, Reports};

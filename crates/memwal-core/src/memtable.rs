@@ -8,6 +8,7 @@
 use arrow_array::RecordBatch;
 
 use crate::batch_store::{BatchRange, BatchStore, StoreFull};
+use crate::wal::WalPosition;
 
 /// See the module docs. Shared as `Arc<MemTable>`; identity (`Arc::ptr_eq`) is what ties a
 /// durable put to the exact store that accepted it.
@@ -55,6 +56,38 @@ impl MemTable {
     }
 }
 
+/// How much of one MemTable's store is in the WAL: batches `[0, appended)`, the last of them in
+/// the entry at `last_position`. It only moves forward.
+///
+/// The WAL flush handler keeps the copy it appends from and reports every change to the writer,
+/// which keeps the copy that durable scans and statistics read (see [`crate::flush`]). Replay
+/// starts both from the entries it read back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalProgress {
+    /// Batches `[0, appended)` of the store are inside persisted WAL entries.
+    pub appended: usize,
+    /// The highest WAL position holding any batch of the store; `None` before the first.
+    pub last_position: Option<WalPosition>,
+}
+
+impl WalProgress {
+    /// Records that batches `[0, end)` are persisted, the last of them in the entry at
+    /// `position`.
+    pub fn advance(&mut self, end: usize, position: WalPosition) {
+        debug_assert!(end >= self.appended, "WAL progress went backwards");
+        self.appended = self.appended.max(end);
+        self.last_position = self.last_position.max(Some(position));
+    }
+
+    /// The batches of a store holding `committed` batches that are not in the WAL yet.
+    pub fn pending(&self, committed: usize) -> BatchRange {
+        BatchRange {
+            start: self.appended.min(committed),
+            end: committed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +115,19 @@ mod tests {
         assert_eq!(m.store().total_rows(), 30);
         assert!(m.should_freeze(u64::MAX));
         assert!(m.insert(&[batch(10)]).is_err());
+    }
+
+    // Reference §8.4 scenario 84.
+    #[test]
+    fn wal_progress_tracks_the_pending_range() {
+        let mut p = WalProgress::default();
+        assert_eq!(p.pending(3), BatchRange { start: 0, end: 3 });
+        p.advance(2, WalPosition::new(7).unwrap());
+        assert_eq!(p.pending(3), BatchRange { start: 2, end: 3 });
+        assert_eq!(p.last_position, WalPosition::new(7));
+        p.advance(3, WalPosition::new(9).unwrap());
+        assert!(p.pending(3).is_empty());
+        assert_eq!(p.last_position, WalPosition::new(9));
     }
 
     #[test]

@@ -19,8 +19,50 @@ pub mod entry;
 pub use appender::{AppendedEntry, StagedSentinel, WalAppender};
 pub use entry::WalEntry;
 
+use std::fmt;
+
 use crate::error::{Error, Result};
 use crate::store::{ShardPaths, Store, parse_bitrev64_name};
+
+/// The position of one WAL entry: 1-based, gap-free, one sequence per shard.
+///
+/// A separate type from batch positions ([`crate::BatchRange`], 0-based and local to one
+/// MemTable generation) so that the two cannot be compared: a generation-local batch end taken
+/// for WAL progress is the seed report's bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WalPosition(u64);
+
+impl WalPosition {
+    /// The first position of every WAL.
+    pub const FIRST: WalPosition = WalPosition(1);
+
+    /// `position` as a WAL position; `None` for 0, which names no entry (a replay cursor of 0
+    /// means "before the first entry").
+    pub fn new(position: u64) -> Option<WalPosition> {
+        (position >= 1).then_some(WalPosition(position))
+    }
+
+    /// The number, as the manifest and object names store it.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The position after this one.
+    pub fn next(self) -> WalPosition {
+        WalPosition(self.0 + 1)
+    }
+
+    /// The position before this one, `None` for the first.
+    pub fn prev(self) -> Option<WalPosition> {
+        WalPosition::new(self.0 - 1)
+    }
+}
+
+impl fmt::Display for WalPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// HEADs issued at once while searching for the WAL tip.
 const TIP_FANOUT: u64 = 16;

@@ -1,72 +1,42 @@
 //! [`ShardWriter`]: the one writer of a shard.
 //!
-//! `open` claims the next epoch, writes a fence sentinel at the WAL tip (epoch ≥ 2), replays
-//! the WAL after the replay cursor, and starts two tasks: the WAL flush handler and the
-//! generation flusher ([`crate::flush`]). `put` reads top to bottom: validate → fail fast if
-//! closed or poisoned → backpressure wait (unlocked) → lock, insert, capture the accepting
-//! MemTable, queue its flush request, run the triggers, unlock → await the completion.
+//! Parts:
+//! - `open`: claims the next epoch, writes a fence sentinel at the WAL tip (epoch ≥ 2), replays
+//!   the WAL after the replay cursor (`replay`), and starts the WAL flush handler and the
+//!   generation flusher ([`crate::flush`]).
+//! - `put`: the put path, one for every way in ([`ShardWriter::put`], `put_no_wait`,
+//!   `submit`): validate (`validate`) → fail fast if closed or poisoned → backpressure wait →
+//!   lock, insert, capture the accepting MemTable, queue its flush request, run the triggers,
+//!   unlock → the caller awaits the completion.
+//! - `state`: the writer's state, which only the writer locks; the background tasks report
+//!   their progress to it by message.
 
+mod open;
+mod put;
 pub(crate) mod replay;
-pub(crate) mod shared;
+pub(crate) mod state;
 mod validate;
 
-use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use futures::FutureExt;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
-use uuid::Uuid;
 
-use crate::batch_store::{BatchRange, estimated_batch_bytes};
+use crate::batch_store::BatchRange;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
-use crate::flush::generation::{self, GenerationMsg};
-use crate::flush::wal_handler::{FlushRequest, WalFlushHandler, WalMsg};
-use crate::flush::{DurableWatcher, TerminalLatch, put_completion};
-use crate::manifest::{ManifestStore, ShardManifest};
+use crate::flush::DurableWatcher;
+use crate::flush::completion::completion;
+use crate::flush::generation::GenerationMsg;
+use crate::flush::wal_handler::WalMsg;
+use crate::manifest::ShardManifest;
 use crate::memtable::MemTable;
 use crate::reader::read_generation;
-use crate::stats::{MemTableStats, OpenStats, StatsRecorder, WalStats, WriteStats};
+use crate::stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 use crate::store::Store;
-use crate::wal::{self, StagedSentinel, WalAppender};
-use shared::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
-
-/// Where a put's rows went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriteResult {
-    /// The MemTable generation that accepted the rows (`None` in WAL-only mode).
-    pub generation: Option<u64>,
-    /// The batches' positions: local to `generation` in MemTable mode (the first put after a
-    /// rotation is `0..1` again); writer-lifetime in WAL-only mode.
-    pub batch_positions: BatchRange,
-}
-
-/// Batches that passed a put's validation (see [`ShardWriter::try_put`]).
-#[derive(Debug)]
-pub struct ValidatedBatches {
-    batches: Vec<RecordBatch>,
-    rows: u64,
-    bytes: u64,
-}
-
-/// What [`ShardWriter::try_put`] did.
-#[derive(Debug)]
-pub enum TryPut {
-    /// The rows are in memory; in durable mode the watcher resolves when they are durable.
-    Inserted(WriteResult, Option<DurableWatcher>),
-    /// Backpressure would make the put wait; nothing was inserted.
-    WouldBlock(ValidatedBatches),
-}
-
-struct BackgroundTasks {
-    wal_handler: JoinHandle<()>,
-    generation_flusher: JoinHandle<()>,
-}
+use open::BackgroundTasks;
+pub use put::{BlockedPut, PutMode, Submitted, WriteResult};
+use state::{Lifecycle, Mode, WriterInner};
 
 /// The writer of one shard. See the module docs and [`crate::flush`] for the durability
 /// contract. Methods take `&self` and may be called concurrently; share it with an `Arc`.
@@ -86,28 +56,6 @@ impl std::fmt::Debug for ShardWriter {
     }
 }
 
-/// Spawns `fut` as a named background task; a panic poisons the writer with an error that
-/// names the task instead of vanishing.
-fn spawn_task(
-    name: &'static str,
-    inner: Arc<WriterInner>,
-    fut: impl std::future::Future<Output = ()> + Send + 'static,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        if let Err(panic) = std::panic::AssertUnwindSafe(fut).catch_unwind().await {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            inner.poison(Error::persistence_failure(
-                format!("background task {name} panicked: {what}; reopen the writer to replay"),
-                None,
-            ));
-        }
-    })
-}
-
 impl ShardWriter {
     /// Opens the writer of shard `config.shard_id` (a new shard if `None`) in `store`.
     ///
@@ -122,136 +70,7 @@ impl ShardWriter {
     /// - `Corrupt`: a manifest or WAL entry cannot be decoded (the message names it).
     /// - `Io`: the store failed.
     pub async fn open(store: Store, schema: SchemaRef, config: WriterConfig) -> Result<Self> {
-        config.validate()?;
-        if schema.fields().is_empty() {
-            return Err(Error::invalid(
-                "schema has no fields; a shard needs at least one column",
-            ));
-        }
-        let started = Instant::now();
-        store.check_conditional_create().await?;
-        let shard_id = config.shard_id.unwrap_or_else(Uuid::new_v4);
-        let paths = store.shard_paths(shard_id);
-        let manifests = ManifestStore::new(store.clone(), paths.clone());
-        let writer_id = Uuid::new_v4().to_string();
-        // While the epoch claim writes (a durable create), the WAL tip is searched and the
-        // fence sentinel of the epoch it should win is staged (written and synced, unnamed),
-        // so that only a link and a directory sync are left once the claim ends. A tip found
-        // before the claim is still a safe start for the sentinel, which takes the first free
-        // slot at or after it (the predecessor appends in order, so it cannot pass a slot it
-        // has not reached). Nothing is visible until the sentinel is written, and a claim that
-        // ends at another epoch restages (or fails, if a peer claimed).
-        let latest = manifests.read_latest().await?;
-        let hint = latest.as_ref().map_or(0, |m| {
-            m.wal_entry_position_last_seen
-                .max(m.replay_after_wal_entry_position)
-        });
-        let expected_epoch = latest.as_ref().map_or(1, |m| m.writer_epoch + 1);
-        let (manifest, tip, staged) = tokio::try_join!(
-            manifests.claim_epoch_after(latest, &schema, &writer_id),
-            wal::discover_tip(&store, &paths, hint),
-            async {
-                // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is
-                // not final here: the sentinel write stages again and retries.
-                Ok(if expected_epoch >= 2 {
-                    StagedSentinel::stage(&store, &paths, expected_epoch)
-                        .await
-                        .ok()
-                } else {
-                    None
-                })
-            },
-        )?;
-        let epoch = manifest.writer_epoch;
-        let mut appender = WalAppender::new(
-            store.clone(),
-            paths.clone(),
-            manifests.clone(),
-            epoch,
-            tip,
-            config.retry_policy(),
-        );
-        let fence_sentinel_position = if epoch >= 2 {
-            Some(appender.write_fence_sentinel(tip, staged).await?)
-        } else {
-            None
-        };
-        let claimed = Instant::now();
-        let mut open_stats = OpenStats {
-            claim: claimed - started,
-            ..OpenStats::default()
-        };
-        store.faults().pause_point("open-before-replay").await;
-        let (wal_tx, wal_rx) = mpsc::unbounded_channel();
-        let (gen_tx, gen_rx) = mpsc::unbounded_channel();
-        let mut replayed_frozen = Vec::new();
-        let mode = if config.enable_memtable {
-            let r = replay::replay(
-                &store,
-                &paths,
-                &schema,
-                &config,
-                epoch,
-                manifest.replay_after_wal_entry_position,
-                manifest.current_generation.max(1),
-            )
-            .await?;
-            appender.set_next_position(r.next_position.max(appender.next_position()));
-            replayed_frozen = r.frozen;
-            open_stats.replay = claimed.elapsed();
-            open_stats.replayed_entries = r.entries;
-            open_stats.replayed_rows = r.rows;
-            Mode::MemTable(MemTableState {
-                active: r.active,
-                frozen: VecDeque::new(),
-                frozen_bytes: 0,
-                flushed: manifest.flushed_generations.clone(),
-                wal_size_triggers: 0,
-            })
-        } else {
-            Mode::WalOnly(WalOnlyState::default())
-        };
-        let inner = Arc::new(WriterInner {
-            shard_id,
-            writer_id,
-            epoch,
-            schema,
-            store,
-            paths,
-            manifests,
-            state: Mutex::new(WriterState {
-                lifecycle: Lifecycle::Open,
-                mode,
-            }),
-            latch: TerminalLatch::default(),
-            progress: watch::Sender::new(0),
-            stats: StatsRecorder::default(),
-            wal_tx,
-            gen_tx,
-            next_wal_position: AtomicU64::new(appender.next_position()),
-            fence_sentinel_position,
-            open_stats,
-            config,
-            #[cfg(feature = "legacy-watermark-bug")]
-            legacy_watermark: watch::Sender::new(0),
-        });
-        {
-            let mut st = inner.lock();
-            if let Mode::MemTable(mt) = &mut st.mode {
-                for m in replayed_frozen {
-                    inner.enqueue_frozen(mt, m, DurableWatcher::ready(Ok(())));
-                }
-            }
-        }
-        let handler = WalFlushHandler::new(inner.clone(), appender, wal_rx);
-        let tasks = BackgroundTasks {
-            wal_handler: spawn_task("wal-flush-handler", inner.clone(), handler.run()),
-            generation_flusher: spawn_task(
-                "generation-flusher",
-                inner.clone(),
-                generation::run(inner.clone(), gen_rx),
-            ),
-        };
+        let (inner, tasks) = open::open(store, schema, config).await?;
         Ok(ShardWriter {
             inner,
             tasks: Mutex::new(Some(tasks)),
@@ -259,7 +78,7 @@ impl ShardWriter {
     }
 
     /// The shard this writer owns.
-    pub fn shard_id(&self) -> Uuid {
+    pub fn shard_id(&self) -> uuid::Uuid {
         self.inner.shard_id
     }
 
@@ -294,13 +113,13 @@ impl ShardWriter {
     /// `SchemaMismatch`, `Closed`, `Fenced` (this put's append failed, or the writer was
     /// already poisoned), or "WAL flush handler exited before reporting durability".
     pub async fn put(&self, batches: Vec<RecordBatch>) -> Result<WriteResult> {
-        let (result, durable) = self.insert(batches).await?;
+        let (result, durable) = self.inserted(batches, PutMode::Put).await?;
         #[cfg(feature = "legacy-watermark-bug")]
         if durable.is_some() && self.inner.config.enable_memtable {
             // The seed report's watcher: wait for watermark >= our *local* end.
-            let mut rx = self.inner.legacy_watermark.subscribe();
+            let mut rx = self.inner.feedback.legacy_watermark.subscribe();
             loop {
-                self.inner.latch.check()?;
+                self.inner.feedback.check()?;
                 if *rx.borrow_and_update() >= result.batch_positions.end {
                     return Ok(result);
                 }
@@ -323,233 +142,31 @@ impl ShardWriter {
         &self,
         batches: Vec<RecordBatch>,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        self.check_put_no_wait()?;
-        self.insert(batches).await
+        self.inserted(batches, PutMode::NoWait).await
     }
 
-    /// `put_no_wait` is MemTable-mode only.
-    pub fn check_put_no_wait(&self) -> Result<()> {
-        if self.inner.config.enable_memtable {
-            Ok(())
-        } else {
-            Err(Error::invalid(
-                "put_no_wait is only supported in MemTable mode (enable_memtable = true); WAL-only mode has no in-memory rows",
-            ))
-        }
-    }
-
-    /// Inserts `batches` now, without ever waiting: for callers that must not block (the
-    /// Node binding inserts small puts on the JavaScript thread). Validates like `put`. If
-    /// backpressure would make the put wait, nothing is inserted and the validated batches are
-    /// handed back in [`TryPut::WouldBlock`] for [`ShardWriter::put_validated`].
+    /// Validates `batches` as a put of `mode` and inserts them now unless backpressure would
+    /// make the put wait; never waits itself. For callers that must not block (the Node binding
+    /// inserts small puts on the JavaScript thread): a [`Submitted::Blocked`] put is inserted
+    /// by awaiting [`BlockedPut::inserted`] elsewhere. [`ShardWriter::put`] and
+    /// [`ShardWriter::put_no_wait`] are this call followed by those waits.
     ///
     /// # Errors
-    /// As [`ShardWriter::put`], except durability errors, which the watcher reports.
-    pub fn try_put(&self, batches: Vec<RecordBatch>) -> Result<TryPut> {
-        let validated = self.validate_put(batches)?;
-        self.insert_validated(validated, Instant::now())
+    /// As [`ShardWriter::put`], except durability errors, which the watcher reports;
+    /// `InvalidArgument` for [`PutMode::NoWait`] in WAL-only mode.
+    pub fn submit(&self, batches: Vec<RecordBatch>, mode: PutMode) -> Result<Submitted> {
+        put::submit(&self.inner, batches, mode)
     }
 
-    /// Inserts batches that [`ShardWriter::try_put`] handed back, waiting for backpressure;
-    /// returns the result and, in durable mode, the durability watcher.
-    pub async fn put_validated(
-        &self,
-        batches: ValidatedBatches,
-    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        self.insert_waiting(batches, Instant::now()).await
-    }
-
-    async fn insert(
+    async fn inserted(
         &self,
         batches: Vec<RecordBatch>,
+        mode: PutMode,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        let started = Instant::now();
-        let validated = self.validate_put(batches)?;
-        self.insert_waiting(validated, started).await
-    }
-
-    fn validate_put(&self, batches: Vec<RecordBatch>) -> Result<ValidatedBatches> {
-        let inner = &self.inner;
-        let batches = validate::validate(&inner.schema, batches)?;
-        if inner.config.enable_memtable && batches.len() > inner.config.max_memtable_batches {
-            return Err(Error::invalid(format!(
-                "a put of {} batches exceeds max_memtable_batches ({}); split it into several puts or raise maxMemtableBatches",
-                batches.len(),
-                inner.config.max_memtable_batches
-            )));
+        match self.submit(batches, mode)? {
+            Submitted::Inserted(result, watcher) => Ok((result, watcher)),
+            Submitted::Blocked(blocked) => blocked.inserted().await,
         }
-        inner.check_open(&inner.lock())?;
-        Ok(ValidatedBatches {
-            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
-            bytes: batches.iter().map(estimated_batch_bytes).sum(),
-            batches,
-        })
-    }
-
-    /// Inserts, waiting (never failing for pressure alone) while unflushed bytes exceed
-    /// `max_unflushed_memtable_bytes`.
-    async fn insert_waiting(
-        &self,
-        mut batches: ValidatedBatches,
-        started: Instant,
-    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        let inner = &self.inner;
-        let mut waited_since: Option<Instant> = None;
-        loop {
-            // Subscribe before checking, so progress made in between is not missed.
-            let mut progress = inner.progress.subscribe();
-            match self.insert_validated(batches, started)? {
-                TryPut::Inserted(result, watcher) => {
-                    if let Some(t) = waited_since {
-                        inner.stats.record_backpressure(t.elapsed());
-                    }
-                    return Ok((result, watcher));
-                }
-                TryPut::WouldBlock(back) => batches = back,
-            }
-            waited_since.get_or_insert_with(Instant::now);
-            if progress.changed().await.is_err() {
-                return Err(inner.closed_error());
-            }
-        }
-    }
-
-    /// Over the backpressure limit? If so, makes sure something is being flushed that will
-    /// relieve it. Caller holds the state lock.
-    fn over_pressure(&self, st: &mut WriterState) -> bool {
-        let inner = &self.inner;
-        let limit = inner.config.max_unflushed_memtable_bytes;
-        match &mut st.mode {
-            Mode::MemTable(mt) => {
-                let over = mt.active.store().estimated_bytes() + mt.frozen_bytes >= limit;
-                if over && mt.frozen.is_empty() {
-                    // Nothing is being flushed that could relieve the pressure: freeze the
-                    // active MemTable so something is.
-                    inner.freeze(mt);
-                }
-                over
-            }
-            Mode::WalOnly(wo) => {
-                let over = wo.pending_bytes >= limit;
-                if over {
-                    let _ = inner.wal_tx.send(WalMsg::FlushAll { completion: None });
-                }
-                over
-            }
-        }
-    }
-
-    /// The insert itself: under the state lock, never waiting.
-    fn insert_validated(&self, validated: ValidatedBatches, started: Instant) -> Result<TryPut> {
-        let inner = &self.inner;
-        let mut st = inner.lock();
-        inner.check_open(&st)?;
-        if self.over_pressure(&mut st) {
-            return Ok(TryPut::WouldBlock(validated));
-        }
-        let ValidatedBatches {
-            batches,
-            rows,
-            bytes,
-        } = validated;
-        let durable = inner.config.durable_write;
-        let (result, watcher) = match &mut st.mode {
-            Mode::MemTable(mt) => {
-                if mt
-                    .active
-                    .would_overflow(batches.len(), bytes, inner.config.max_memtable_size)
-                {
-                    inner.freeze(mt);
-                }
-                let range = mt.active.insert(&batches).map_err(|full| {
-                    Error::invalid(format!(
-                        "MemTable batch store is full ({full:?}) - should have been frozen"
-                    ))
-                })?;
-                // INVARIANT (flush.rs contract): capture the accepting MemTable now, before
-                // any trigger below can rotate it.
-                let accepted: Arc<MemTable> = mt.active.clone();
-                let watcher = if durable {
-                    let (completion, watcher) = put_completion();
-                    let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
-                        memtable: accepted.clone(),
-                        end: range.end,
-                        completion: Some(completion),
-                        from_put: true,
-                    }));
-                    Some(watcher)
-                } else {
-                    let crossed = mt
-                        .active
-                        .store()
-                        .estimated_bytes()
-                        .checked_div(inner.config.max_wal_buffer_size);
-                    // Size trigger: one flush per `max_wal_buffer_size` crossed (0 = off).
-                    if let Some(crossed) = crossed
-                        && mt.wal_size_triggers < crossed
-                    {
-                        mt.wal_size_triggers = crossed;
-                        let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
-                            memtable: accepted.clone(),
-                            end: range.end,
-                            completion: None,
-                            from_put: false,
-                        }));
-                    }
-                    None
-                };
-                if mt.active.should_freeze(inner.config.max_memtable_size) {
-                    inner.freeze(mt);
-                }
-                let result = WriteResult {
-                    generation: Some(accepted.generation()),
-                    batch_positions: range,
-                };
-                (result, watcher)
-            }
-            Mode::WalOnly(wo) => {
-                let start = wo.next_position();
-                for b in batches {
-                    let size = estimated_batch_bytes(&b);
-                    wo.pending_bytes += size;
-                    wo.pending.push_back((b, size));
-                }
-                let end = wo.next_position();
-                let watcher = if durable {
-                    let (completion, watcher) = put_completion();
-                    let _ = inner.wal_tx.send(WalMsg::FlushWalOnly {
-                        end,
-                        completion: Some(completion),
-                    });
-                    Some(watcher)
-                } else {
-                    let limit = inner.config.max_wal_buffer_size;
-                    if limit > 0 {
-                        // Reference §6: a baseline, reset by every drain of the queue (in the
-                        // flush handler), so the trigger keeps firing after the first flush.
-                        while wo.pending_bytes >= wo.size_baseline + limit {
-                            wo.size_baseline += limit;
-                            let _ = inner.wal_tx.send(WalMsg::FlushWalOnly {
-                                end,
-                                completion: None,
-                            });
-                        }
-                    }
-                    None
-                };
-                let result = WriteResult {
-                    generation: None,
-                    batch_positions: BatchRange {
-                        start: start as usize,
-                        end: end as usize,
-                    },
-                };
-                (result, watcher)
-            }
-        };
-        drop(st);
-        inner.stats.record_put(rows, started.elapsed());
-        Ok(TryPut::Inserted(result, watcher))
     }
 
     /// Makes every row written so far durable; resolves when it is.
@@ -558,7 +175,7 @@ impl ShardWriter {
     /// `Closed`, or the latched fence error.
     pub async fn flush(&self) -> Result<()> {
         self.inner.check_open(&self.inner.lock())?;
-        let (completion, watcher) = put_completion();
+        let (completion, watcher) = completion();
         let _ = self.inner.wal_tx.send(WalMsg::FlushAll {
             completion: Some(completion),
         });
@@ -607,10 +224,10 @@ impl ShardWriter {
     async fn drain(&self) -> Result<()> {
         let inner = &self.inner;
         loop {
-            let mut progress = inner.progress.subscribe();
+            let mut progress = inner.feedback.progress();
             {
                 let st = inner.lock();
-                inner.latch.check()?;
+                inner.feedback.check()?;
                 if st.lifecycle == Lifecycle::Closed {
                     return Err(inner.closed_error());
                 }
@@ -635,7 +252,7 @@ impl ShardWriter {
             }
         }
         self.check_fenced_and_latch().await?;
-        self.inner.latch.check()
+        self.inner.feedback.check()
     }
 
     /// Reads the manifest; a successor's claim seen here is as terminal as one seen by a WAL
@@ -644,7 +261,7 @@ impl ShardWriter {
     async fn check_fenced_and_latch(&self) -> Result<()> {
         match self.inner.manifests.check_fenced(self.inner.epoch).await {
             Err(e) if e.is_terminal() => {
-                self.inner.poison(e.clone());
+                self.inner.feedback.poison(e.clone());
                 Err(e)
             }
             r => r,
@@ -664,10 +281,10 @@ impl ShardWriter {
         let Mode::MemTable(mt) = &st.mode else {
             unreachable!("memtable_only checked the mode")
         };
-        let s = mt.active.store();
-        let pending = s.pending_wal_range();
+        let s = mt.active.memtable.store();
+        let pending = mt.active.wal.pending(s.len());
         Ok(MemTableStats {
-            generation: mt.active.generation(),
+            generation: mt.active.memtable.generation(),
             row_count: s.total_rows(),
             batch_count: s.len() as u64,
             estimated_size: s.estimated_bytes(),
@@ -681,12 +298,9 @@ impl ShardWriter {
 
     /// The writer's view of its WAL.
     pub fn wal_stats(&self) -> WalStats {
-        let s = self.inner.stats.snapshot();
+        let s = self.inner.feedback.stats.snapshot();
         WalStats {
-            next_wal_entry_position: self
-                .inner
-                .next_wal_position
-                .load(std::sync::atomic::Ordering::Relaxed),
+            next_wal_entry_position: self.inner.lock().next_wal_position.get(),
             fence_sentinel_position: self.inner.fence_sentinel_position,
             entries_appended: s.wal_flush_count,
             bytes_appended: s.wal_flush_bytes,
@@ -701,7 +315,7 @@ impl ShardWriter {
 
     /// Write statistics.
     pub fn stats(&self) -> WriteStats {
-        self.inner.stats.snapshot()
+        self.inner.feedback.stats.snapshot()
     }
 
     /// The shard's latest manifest, read from storage.
@@ -726,16 +340,15 @@ impl ShardWriter {
                 unreachable!("memtable_only checked the mode")
             };
             let memtables: Vec<(Arc<MemTable>, usize)> = mt
-                .frozen
-                .iter()
-                .chain(std::iter::once(&mt.active))
-                .map(|m| {
+                .held()
+                .map(|h| {
+                    let len = h.memtable.store().len();
                     let visible = if durable {
-                        m.store().wal_appended_len()
+                        h.wal.appended.min(len)
                     } else {
-                        m.store().len()
+                        len
                     };
-                    (m.clone(), visible)
+                    (h.memtable.clone(), visible)
                 })
                 .collect();
             (mt.flushed.clone(), memtables)
@@ -774,13 +387,13 @@ impl ShardWriter {
             st.lifecycle = Lifecycle::Closing;
             match &mut st.mode {
                 Mode::MemTable(mt) => {
-                    if inner.latch.get().is_none() {
+                    if inner.feedback.latched().is_none() {
                         inner.freeze(mt);
                     }
                     None
                 }
                 Mode::WalOnly(_) => {
-                    let (completion, watcher) = put_completion();
+                    let (completion, watcher) = completion();
                     let _ = inner.wal_tx.send(WalMsg::FlushAll {
                         completion: Some(completion),
                     });
@@ -813,12 +426,10 @@ impl ShardWriter {
                 }
             }
         }
+        let next_wal_position = inner.lock().next_wal_position;
         if first.is_none()
             && !inner.config.enable_memtable
-            && let Some(last) = inner
-                .next_wal_position
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .checked_sub(1)
+            && let Some(last) = next_wal_position.prev().map(|p| p.get())
         {
             // WAL-only writers never flush generations, so nothing else moves the tip hint
             // forward; without it the next open probes (or lists) the whole WAL.
@@ -834,8 +445,8 @@ impl ShardWriter {
                 .await;
         }
         inner.lock().lifecycle = Lifecycle::Closed;
-        inner.bump_progress();
-        if let Some(e) = inner.latch.get() {
+        inner.feedback.bump_progress();
+        if let Some(e) = inner.feedback.latched() {
             return Err(e.clone());
         }
         match first {
@@ -860,7 +471,7 @@ impl ShardWriter {
             let _ = tasks.wal_handler.await;
             let _ = tasks.generation_flusher.await;
         }
-        self.inner.bump_progress();
+        self.inner.feedback.bump_progress();
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_schema::SchemaRef;
-use memwal_core::{DurableWatcher, ShardWriter, TryPut, WriteResult};
+use memwal_core::{DurableWatcher, PutMode, ShardWriter, Submitted, WriteResult};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Float64Array, Function, PromiseRaw, Uint8Array};
 use napi_derive::napi;
@@ -51,7 +51,7 @@ pub struct NativeShardWriter {
 }
 
 impl NativeShardWriter {
-    /// A ticket for rows `try_put` inserted, `None` if it would have had to wait. With a
+    /// A ticket for rows `submit` inserted, `None` if it would have had to wait. With a
     /// `durable_id` and a relay, the rows' durability is reported through the relay under that
     /// id (the ticket says `relayed`) rather than by the ticket's `wait()`.
     fn try_insert_batches(
@@ -60,11 +60,13 @@ impl NativeShardWriter {
         no_wait: bool,
         durable_id: Option<f64>,
     ) -> napi::Result<Option<NativeWriteTicket>> {
-        if no_wait {
-            self.inner.check_put_no_wait().napi()?;
-        }
-        Ok(match self.inner.try_put(batches).napi()? {
-            TryPut::Inserted(result, watcher) => {
+        let mode = if no_wait {
+            PutMode::NoWait
+        } else {
+            PutMode::Put
+        };
+        Ok(match self.inner.submit(batches, mode).napi()? {
+            Submitted::Inserted(result, watcher) => {
                 let has_durable = watcher.is_some();
                 let watcher = match (watcher, durable_id, self.relay.get()) {
                     (Some(w), Some(id), Some(relay)) => relay.watch(id, w),
@@ -77,7 +79,7 @@ impl NativeShardWriter {
                     durable: Mutex::new(watcher),
                 })
             }
-            TryPut::WouldBlock(_) => None,
+            Submitted::Blocked(_) => None,
         })
     }
 

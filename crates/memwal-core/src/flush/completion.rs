@@ -1,46 +1,48 @@
-//! The per-put completion cell and the writer's terminal latch.
+//! The per-request completion cell and the writer's terminal latch.
 //!
-//! [`PutCompletion`] is written once, only by the WAL flush handler, only with the outcome of
-//! the append that covered this put's range. Dropped unwritten, it makes the waiting
-//! [`DurableWatcher`] yield "WAL flush handler exited before reporting durability".
-//! [`TerminalLatch`] keeps the first fence error; later writes learn they lost.
+//! A [`Completion`] is written once, only by the WAL flush handler, only with the outcome of the
+//! append that covered the request's range. Dropped unwritten, it makes the waiting
+//! [`Watcher`] yield "WAL flush handler exited before reporting durability". A durable put's
+//! cell carries the position of the WAL entry through which its store is durable; the public
+//! face of that cell is [`DurableWatcher`]. [`TerminalLatch`] keeps the first fence error;
+//! later writes learn they lost.
 
 use std::sync::OnceLock;
 
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
+use crate::wal::WalPosition;
 
-/// The handler's side of one durable put's completion. See the module docs.
+/// The handler's side of one request's completion. See the module docs.
 #[derive(Debug)]
-pub struct PutCompletion(oneshot::Sender<Result<()>>);
+pub(crate) struct Completion<T>(oneshot::Sender<Result<T>>);
 
-impl PutCompletion {
+impl<T> Completion<T> {
     /// Writes the outcome. Consumes the cell, so it cannot be written twice.
-    pub fn complete(self, outcome: Result<()>) {
+    pub fn complete(self, outcome: Result<T>) {
         // The waiter may have gone away (a put_no_wait whose watcher was dropped); that is fine.
         let _ = self.0.send(outcome);
     }
 }
 
-/// Waits for the durability of one put (or of one frozen MemTable's WAL append).
+/// The waiting side of a [`Completion`].
 #[derive(Debug)]
-pub struct DurableWatcher(oneshot::Receiver<Result<()>>);
+pub(crate) struct Watcher<T>(oneshot::Receiver<Result<T>>);
 
-impl DurableWatcher {
+impl<T> Watcher<T> {
     /// A watcher that is already complete with `outcome`.
-    pub(crate) fn ready(outcome: Result<()>) -> Self {
-        let (c, w) = put_completion();
+    pub fn ready(outcome: Result<T>) -> Self {
+        let (c, w) = completion();
         c.complete(outcome);
         w
     }
 
-    /// Resolves when the covering WAL append is persisted (`Ok`), failed (its typed error), or
-    /// the handler went away (`HandlerExited`).
+    /// The outcome the handler wrote, or `HandlerExited` if it dropped the cell unwritten.
     ///
     /// # Cancel safety
     /// Dropping the future drops the watcher; the append still happens.
-    pub async fn wait(self) -> Result<()> {
+    pub async fn wait(self) -> Result<T> {
         match self.0.await {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::HandlerExited {
@@ -50,10 +52,35 @@ impl DurableWatcher {
     }
 }
 
-/// A connected cell: the handler writes the [`PutCompletion`], the caller awaits the watcher.
-pub fn put_completion() -> (PutCompletion, DurableWatcher) {
+/// A connected cell: the handler writes the [`Completion`], the caller awaits the [`Watcher`].
+pub(crate) fn completion<T>() -> (Completion<T>, Watcher<T>) {
     let (tx, rx) = oneshot::channel();
-    (PutCompletion(tx), DurableWatcher(rx))
+    (Completion(tx), Watcher(rx))
+}
+
+/// The cell of one durable put (or of a frozen MemTable's whole store): the handler writes the
+/// WAL position through which that store is durable.
+pub(crate) type PutCompletion = Completion<WalPosition>;
+
+/// Waits for the durability of one put.
+#[derive(Debug)]
+pub struct DurableWatcher(pub(crate) Watcher<WalPosition>);
+
+impl DurableWatcher {
+    /// Resolves when the covering WAL append is persisted (`Ok`), failed (its typed error), or
+    /// the handler went away (`HandlerExited`).
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the watcher; the append still happens.
+    pub async fn wait(self) -> Result<()> {
+        self.0.wait().await.map(|_| ())
+    }
+}
+
+/// A durable put's connected cell.
+pub(crate) fn put_completion() -> (PutCompletion, DurableWatcher) {
+    let (c, w) = completion();
+    (c, DurableWatcher(w))
 }
 
 /// The writer's first terminal (fence) error. Written at most once; never cleared.
@@ -89,7 +116,7 @@ mod tests {
     #[tokio::test]
     async fn watcher_reports_success() {
         let (c, w) = put_completion();
-        c.complete(Ok(()));
+        c.complete(Ok(WalPosition::FIRST));
         w.wait().await.unwrap();
     }
 

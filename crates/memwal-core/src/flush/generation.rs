@@ -1,13 +1,18 @@
 //! Generation flush: a frozen MemTable becomes an immutable Parquet file and a manifest commit.
 //!
 //! One task per writer handles frozen MemTables strictly in generation order:
-//! 1. wait for the MemTable's own WAL completion (the freeze queued its whole store);
+//! 1. wait for the MemTable's own WAL completion (the freeze queued its whole store), which
+//!    names the highest WAL position holding any of its batches;
 //! 2. check the manifest (a fenced writer must not publish);
 //! 3. encode every batch, in insertion order, as Parquet and create
 //!    `<random8hex>_gen_<g>/data.parquet` (put-if-not-exists; fsynced on a local store);
-//! 4. commit a manifest version: replay cursor = the highest WAL position holding any of its
-//!    batches, `current_generation = g + 1`, the generation appended to the list;
-//! 5. move the MemTable from the writer's frozen list to its flushed list, atomically for scans.
+//! 4. commit a manifest version: replay cursor = that WAL position, `current_generation =
+//!    g + 1`, the generation appended to the list;
+//! 5. report the commit to the writer ([`Report::GenerationCommitted`]), which moves the
+//!    MemTable from its frozen list to its flushed list, atomically for scans.
+//!
+//! The task owns what it needs to do this (store, paths, manifests, epoch, schema) and never
+//! touches the writer's state.
 //!
 //! A transient failure is retried with a fresh directory name (never reusing a partially
 //! written one). A failure that persists, or a fence, poisons the writer: generations after a
@@ -26,25 +31,28 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::batch_store::BatchRange;
+use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
-use crate::flush::DurableWatcher;
-use crate::manifest::FlushedGeneration;
+use crate::flush::completion::Watcher;
+use crate::flush::{Feedback, Report};
+use crate::manifest::{FlushedGeneration, ManifestStore};
 use crate::memtable::MemTable;
-use crate::store::{CreateOutcome, ShardPaths};
-use crate::writer::shared::{Mode, WriterInner};
+use crate::store::{CreateOutcome, ShardPaths, Store};
+use crate::wal::WalPosition;
 
 /// A frozen MemTable and the completion of its WAL append.
 #[derive(Debug)]
-pub struct FrozenMemTable {
+pub(crate) struct FrozenMemTable {
     /// The frozen MemTable (no longer takes puts).
     pub memtable: Arc<MemTable>,
-    /// Resolves when its whole store is in the WAL.
-    pub wal_done: DurableWatcher,
+    /// Resolves, with the highest WAL position holding any of its batches, when its whole
+    /// store is in the WAL.
+    pub wal_done: Watcher<WalPosition>,
 }
 
 /// Messages to the generation flusher.
 #[derive(Debug)]
-pub enum GenerationMsg {
+pub(crate) enum GenerationMsg {
     /// Flush this frozen MemTable (they arrive in generation order).
     Flush(FrozenMemTable),
     /// Stop after everything queued before this message.
@@ -67,144 +75,149 @@ pub fn encode_parquet(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec
 }
 
 /// The task. See the module docs.
-pub(crate) async fn run(inner: Arc<WriterInner>, mut rx: mpsc::UnboundedReceiver<GenerationMsg>) {
-    while let Some(msg) = rx.recv().await {
-        let frozen = match msg {
-            GenerationMsg::Flush(f) => f,
-            GenerationMsg::Shutdown => return,
-        };
-        if inner.latch.get().is_some() {
-            continue;
-        }
-        match frozen.wal_done.wait().await {
-            Ok(()) => {}
-            Err(Error::HandlerExited { .. }) => return,
-            Err(e) => {
-                inner.poison(e);
+pub(crate) struct GenerationFlusher {
+    pub store: Store,
+    pub paths: ShardPaths,
+    pub manifests: ManifestStore,
+    pub epoch: u64,
+    pub writer_id: String,
+    pub schema: SchemaRef,
+    pub retry: RetryPolicy,
+    pub feedback: Arc<Feedback>,
+}
+
+impl GenerationFlusher {
+    pub async fn run(self, mut rx: mpsc::UnboundedReceiver<GenerationMsg>) {
+        while let Some(msg) = rx.recv().await {
+            let frozen = match msg {
+                GenerationMsg::Flush(f) => f,
+                GenerationMsg::Shutdown => return,
+            };
+            if self.feedback.latched().is_some() {
                 continue;
             }
-        }
-        if let Err(e) = flush_with_retries(&inner, &frozen.memtable).await {
-            inner.poison(e);
-        }
-    }
-}
-
-async fn flush_with_retries(inner: &Arc<WriterInner>, memtable: &Arc<MemTable>) -> Result<()> {
-    let retry = inner.config.retry_policy();
-    let mut failures = 0u32;
-    loop {
-        match flush_one(inner, memtable).await {
-            Ok(()) => return Ok(()),
-            Err(e) if e.is_terminal() => return Err(e),
-            Err(e) if failures >= retry.max_retries => {
-                return Err(Error::persistence_failure(
-                    format!(
-                        "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
-                        memtable.generation(),
-                        inner.shard_id
-                    ),
-                    Some(Arc::new(e)),
-                ));
-            }
-            Err(_) => {
-                failures += 1;
-                tokio::time::sleep(retry.delay(failures)).await;
-            }
-        }
-    }
-}
-
-async fn flush_one(inner: &Arc<WriterInner>, memtable: &Arc<MemTable>) -> Result<()> {
-    let started = Instant::now();
-    let generation = memtable.generation();
-    let store = memtable.store();
-    let len = store.len();
-    if len == 0 {
-        return Err(Error::invalid(format!(
-            "Cannot flush empty MemTable (generation {generation})"
-        )));
-    }
-    if store.wal_appended_len() < len {
-        return Err(Error::invalid(format!(
-            "MemTable generation {generation} has unflushed fragments - WAL flush required first"
-        )));
-    }
-    inner.manifests.check_fenced(inner.epoch).await?;
-    let batches = store.batches(BatchRange { start: 0, end: len });
-    let rows = store.total_rows();
-    let bytes = store.estimated_bytes();
-    let schema = inner.schema.clone();
-    let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
-        .await
-        .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
-    let parquet = Bytes::from(parquet);
-    let dir = loop {
-        let dir = ShardPaths::new_generation_dir_name(generation);
-        let path = inner.paths.generation_file(&dir);
-        match inner.store.put_if_absent(&path, parquet.clone()).await {
-            Ok(CreateOutcome::Created) => break dir,
-            Ok(CreateOutcome::AlreadyExists) => continue,
-            Err(e) => {
-                return Err(Error::io(format!("writing generation file {path}"), e));
-            }
-        }
-    };
-    inner
-        .store
-        .faults()
-        .pause_point("generation-before-commit")
-        .await;
-    let covered = store.last_wal_position();
-    let entry = FlushedGeneration {
-        generation,
-        path: dir,
-        in_memory_bytes: Some(bytes),
-        physical_rows: Some(rows),
-        primary_key_bytes: None,
-        checksum: Some(crc32c::crc32c(&parquet)),
-    };
-    // Only this epoch can commit generation `g` (a claim starts at `current_generation`), so
-    // finding `g` listed means an earlier attempt of ours committed it and lost the ack.
-    let committed = inner
-        .manifests
-        .commit_update(inner.epoch, &inner.writer_id, |latest| {
-            if latest
-                .flushed_generations
-                .iter()
-                .any(|g| g.generation == generation)
-            {
-                return None;
-            }
-            let mut next = latest.clone();
-            next.replay_after_wal_entry_position =
-                latest.replay_after_wal_entry_position.max(covered);
-            next.wal_entry_position_last_seen = latest.wal_entry_position_last_seen.max(covered);
-            next.current_generation = latest.current_generation.max(generation + 1);
-            next.flushed_generations.push(entry.clone());
-            Some(next)
-        })
-        .await?;
-    let entry = committed
-        .flushed_generations
-        .iter()
-        .find(|g| g.generation == generation)
-        .cloned()
-        .unwrap_or(entry);
-    {
-        let mut st = inner.lock();
-        if let Mode::MemTable(mt) = &mut st.mode {
-            match mt.frozen.front() {
-                Some(f) if Arc::ptr_eq(f, memtable) => {
-                    mt.frozen.pop_front();
-                    mt.frozen_bytes = mt.frozen_bytes.saturating_sub(bytes);
+            let covered = match frozen.wal_done.wait().await {
+                Ok(position) => position,
+                Err(Error::HandlerExited { .. }) => return,
+                Err(e) => {
+                    self.feedback.poison(e);
+                    continue;
                 }
-                _ => debug_assert!(false, "flushed MemTable is not the oldest frozen one"),
+            };
+            if let Err(e) = self.flush_with_retries(&frozen.memtable, covered).await {
+                self.feedback.poison(e);
             }
-            mt.flushed.push(entry);
         }
     }
-    inner.stats.record_memtable_flush(rows, started.elapsed());
-    inner.bump_progress();
-    Ok(())
+
+    async fn flush_with_retries(
+        &self,
+        memtable: &Arc<MemTable>,
+        covered: WalPosition,
+    ) -> Result<()> {
+        let mut failures = 0u32;
+        loop {
+            match self.flush_one(memtable, covered).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_terminal() => return Err(e),
+                Err(e) if failures >= self.retry.max_retries => {
+                    return Err(Error::persistence_failure(
+                        format!(
+                            "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
+                            memtable.generation(),
+                            self.paths.shard_id()
+                        ),
+                        Some(Arc::new(e)),
+                    ));
+                }
+                Err(_) => {
+                    failures += 1;
+                    tokio::time::sleep(self.retry.delay(failures)).await;
+                }
+            }
+        }
+    }
+
+    /// Writes `memtable` as a generation file and commits it, with the replay cursor at
+    /// `covered` (the highest WAL position holding any of its batches).
+    async fn flush_one(&self, memtable: &Arc<MemTable>, covered: WalPosition) -> Result<()> {
+        let started = Instant::now();
+        let generation = memtable.generation();
+        let store = memtable.store();
+        let len = store.len();
+        if len == 0 {
+            return Err(Error::invalid(format!(
+                "Cannot flush empty MemTable (generation {generation})"
+            )));
+        }
+        self.manifests.check_fenced(self.epoch).await?;
+        let batches = store.batches(BatchRange { start: 0, end: len });
+        let rows = store.total_rows();
+        let bytes = store.estimated_bytes();
+        let schema = self.schema.clone();
+        let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
+            .await
+            .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
+        let parquet = Bytes::from(parquet);
+        let dir = loop {
+            let dir = ShardPaths::new_generation_dir_name(generation);
+            let path = self.paths.generation_file(&dir);
+            match self.store.put_if_absent(&path, parquet.clone()).await {
+                Ok(CreateOutcome::Created) => break dir,
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(e) => {
+                    return Err(Error::io(format!("writing generation file {path}"), e));
+                }
+            }
+        };
+        self.store
+            .faults()
+            .pause_point("generation-before-commit")
+            .await;
+        let covered = covered.get();
+        let entry = FlushedGeneration {
+            generation,
+            path: dir,
+            in_memory_bytes: Some(bytes),
+            physical_rows: Some(rows),
+            primary_key_bytes: None,
+            checksum: Some(crc32c::crc32c(&parquet)),
+        };
+        // Only this epoch can commit generation `g` (a claim starts at `current_generation`),
+        // so finding `g` listed means an earlier attempt of ours committed it and lost the ack.
+        let committed = self
+            .manifests
+            .commit_update(self.epoch, &self.writer_id, |latest| {
+                if latest
+                    .flushed_generations
+                    .iter()
+                    .any(|g| g.generation == generation)
+                {
+                    return None;
+                }
+                let mut next = latest.clone();
+                next.replay_after_wal_entry_position =
+                    latest.replay_after_wal_entry_position.max(covered);
+                next.wal_entry_position_last_seen =
+                    latest.wal_entry_position_last_seen.max(covered);
+                next.current_generation = latest.current_generation.max(generation + 1);
+                next.flushed_generations.push(entry.clone());
+                Some(next)
+            })
+            .await?;
+        let entry = committed
+            .flushed_generations
+            .iter()
+            .find(|g| g.generation == generation)
+            .cloned()
+            .unwrap_or(entry);
+        self.feedback
+            .stats
+            .record_memtable_flush(rows, started.elapsed());
+        self.feedback.report(Report::GenerationCommitted {
+            memtable: memtable.clone(),
+            generation: entry,
+        });
+        Ok(())
+    }
 }

@@ -1,16 +1,22 @@
 //! `WalFlushHandler`: the one task per writer that writes WAL entries.
 //!
+//! # What it owns
+//! The [`WalAppender`] (so WAL order is the order requests arrive in), the WAL progress of every
+//! MemTable that may still owe entries (MemTable mode), and the queue of batches waiting for the
+//! WAL (WAL-only mode). It never reads or locks the writer's state: everything it needs arrives
+//! in its messages, and every append is reported back to the writer ([`Report`]) before the
+//! completions it settles.
+//!
 //! # Lifecycle of the task
 //! 1. **Receive**: wait for requests, draining every queued one at once (`recv_many`), or for
 //!    a ticker tick (non-durable data must not sit in memory forever).
 //! 2. **Plan**: per MemTable, the largest end any request asked for (group commit); a tick,
 //!    `flush()` or `close()` asks for everything committed so far in every store.
 //! 3. **Append**: per store, oldest generation first, one entry holding what the store still
-//!    owes up to that end. Stores are appended in generation order, and the handler is the
-//!    only appender, so WAL order is insert order.
-//! 4. **Complete**: every request whose range is now covered gets `Ok` (including ones an
-//!    earlier append already covered: no I/O for them); after a failure, the rest get the
-//!    latched error.
+//!    owes up to that end; then the WAL-only queue.
+//! 4. **Complete**: every request whose range is now covered gets `Ok` with the position it is
+//!    durable through (including ones an earlier append already covered: no I/O for them);
+//!    after a failure, the rest get the latched error.
 //! 5. **Stop** on `Shutdown` (after everything queued before it) or when aborted; queued
 //!    completions are then dropped and their waiters see "handler exited".
 //!
@@ -21,21 +27,24 @@
 //! An abort can drop the task while an append is in flight. The entry may still land; no
 //! waiter is told it succeeded, and a reopen replays it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_array::RecordBatch;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::batch_store::BatchRange;
 use crate::error::{Error, Result};
-use crate::flush::PutCompletion;
-use crate::memtable::MemTable;
-use crate::wal::WalAppender;
-use crate::writer::shared::{Mode, WriterInner};
+use crate::flush::completion::Completion;
+use crate::flush::{Feedback, PutCompletion, Report};
+use crate::memtable::{MemTable, WalProgress};
+use crate::wal::{WalAppender, WalPosition};
 
 /// A request to make a prefix of one MemTable's store durable.
 #[derive(Debug)]
-pub struct FlushRequest {
+pub(crate) struct FlushRequest {
     /// The MemTable whose store accepted the rows, captured under the writer lock before any
     /// trigger could rotate it.
     pub memtable: Arc<MemTable>,
@@ -49,58 +58,111 @@ pub struct FlushRequest {
 
 /// Messages to the handler.
 #[derive(Debug)]
-pub enum WalMsg {
+pub(crate) enum WalMsg {
     /// MemTable mode: make a store prefix durable.
     Flush(FlushRequest),
-    /// WAL-only mode: make lifetime positions `[0, end)` durable.
-    FlushWalOnly {
-        end: u64,
+    /// MemTable mode: the writer froze `frozen.memtable` (the request covers its whole store)
+    /// and `active` takes puts from now on.
+    Rotated {
+        frozen: FlushRequest,
+        active: Arc<MemTable>,
+    },
+    /// WAL-only mode: a put's batches, next in the writer-lifetime positions. With a
+    /// completion, they must be durable before it is written.
+    WalOnlyPut {
+        batches: Vec<RecordBatch>,
+        bytes: u64,
         completion: Option<PutCompletion>,
     },
-    /// Make everything committed so far durable (tick, `flush()`, `close()`).
-    FlushAll { completion: Option<PutCompletion> },
+    /// Make everything received so far durable (tick, `flush()`, `close()`, pressure).
+    FlushAll { completion: Option<Completion<()>> },
     /// Stop after handling everything queued before this message.
     Shutdown,
 }
 
+/// What a waiter's range is.
 enum Covers {
     Store(Arc<MemTable>, usize),
     WalOnly(u64),
-    All,
 }
 
-struct Waiter {
-    covers: Covers,
-    completion: PutCompletion,
-    /// A durable put's completion (counted in statistics).
-    from_put: bool,
+/// One completion to write after this round's appends.
+enum Waiter {
+    Range {
+        covers: Covers,
+        completion: PutCompletion,
+        /// A durable put's completion (counted in statistics).
+        from_put: bool,
+    },
+    All(Completion<()>),
+}
+
+/// A MemTable that may owe WAL entries, and how far it is appended.
+struct Tracked {
+    memtable: Arc<MemTable>,
+    progress: WalProgress,
+    /// A newer MemTable took its place: nothing more will be inserted.
+    frozen: bool,
+}
+
+/// WAL-only mode: batches at writer-lifetime positions `[appended, appended + queue.len())`
+/// wait for the WAL.
+#[derive(Default)]
+struct WalOnlyQueue {
+    queue: VecDeque<RecordBatch>,
+    /// Estimated bytes of `queue`, as the writer counted them.
+    queued_bytes: u64,
+    appended: u64,
+}
+
+impl WalOnlyQueue {
+    fn end(&self) -> u64 {
+        self.appended + self.queue.len() as u64
+    }
 }
 
 const MAX_DRAIN: usize = 4096;
 
 /// See the module docs.
 pub(crate) struct WalFlushHandler {
-    inner: Arc<WriterInner>,
     appender: WalAppender,
+    feedback: Arc<Feedback>,
+    flush_interval: Option<Duration>,
     rx: mpsc::UnboundedReceiver<WalMsg>,
+    /// MemTable mode, oldest first; the last is the active one.
+    memtables: Vec<Tracked>,
+    wal_only: WalOnlyQueue,
 }
 
 impl WalFlushHandler {
+    /// A handler appending through `appender`. In MemTable mode `active` is the MemTable that
+    /// takes puts, with its progress after replay; in WAL-only mode it is `None`.
     pub fn new(
-        inner: Arc<WriterInner>,
         appender: WalAppender,
+        feedback: Arc<Feedback>,
+        flush_interval: Option<Duration>,
+        active: Option<(Arc<MemTable>, WalProgress)>,
         rx: mpsc::UnboundedReceiver<WalMsg>,
     ) -> Self {
         WalFlushHandler {
-            inner,
             appender,
+            feedback,
+            flush_interval,
             rx,
+            memtables: active
+                .map(|(memtable, progress)| Tracked {
+                    memtable,
+                    progress,
+                    frozen: false,
+                })
+                .into_iter()
+                .collect(),
+            wal_only: WalOnlyQueue::default(),
         }
     }
 
     pub async fn run(mut self) {
-        let mut ticker = self.inner.config.max_wal_flush_interval_ms.map(|ms| {
-            let period = Duration::from_millis(ms);
+        let mut ticker = self.flush_interval.map(|period| {
             let mut t = tokio::time::interval_at(Instant::now() + period, period);
             t.set_missed_tick_behavior(MissedTickBehavior::Delay);
             t
@@ -127,34 +189,57 @@ impl WalFlushHandler {
 
     /// Handles one drained batch of messages. Returns true on `Shutdown`.
     async fn handle(&mut self, msgs: Vec<WalMsg>) -> bool {
-        let mut stores: Vec<(Arc<MemTable>, usize)> = Vec::new();
+        let mut wants: Vec<(Arc<MemTable>, usize)> = Vec::new();
         let mut wal_only_end: u64 = 0;
         let mut waiters: Vec<Waiter> = Vec::new();
         let mut stop = false;
         let want =
-            |stores: &mut Vec<(Arc<MemTable>, usize)>, m: &Arc<MemTable>, end: usize| match stores
+            |wants: &mut Vec<(Arc<MemTable>, usize)>, m: &Arc<MemTable>, end: usize| match wants
                 .iter_mut()
-                .find(|(s, _)| Arc::ptr_eq(s, m))
+                .find(|(w, _)| Arc::ptr_eq(w, m))
             {
                 Some((_, e)) => *e = (*e).max(end),
-                None => stores.push((m.clone(), end)),
+                None => wants.push((m.clone(), end)),
             };
+        let request = |r: FlushRequest, wants: &mut Vec<_>, waiters: &mut Vec<Waiter>| {
+            want(wants, &r.memtable, r.end);
+            if let Some(completion) = r.completion {
+                waiters.push(Waiter::Range {
+                    covers: Covers::Store(r.memtable, r.end),
+                    completion,
+                    from_put: r.from_put,
+                });
+            }
+        };
         for msg in msgs {
             match msg {
-                WalMsg::Flush(r) => {
-                    want(&mut stores, &r.memtable, r.end);
-                    if let Some(completion) = r.completion {
-                        waiters.push(Waiter {
-                            covers: Covers::Store(r.memtable, r.end),
-                            completion,
-                            from_put: r.from_put,
-                        });
+                WalMsg::Flush(r) => request(r, &mut wants, &mut waiters),
+                WalMsg::Rotated { frozen, active } => {
+                    if let Some(t) = self
+                        .memtables
+                        .iter_mut()
+                        .find(|t| Arc::ptr_eq(&t.memtable, &frozen.memtable))
+                    {
+                        t.frozen = true;
                     }
+                    self.memtables.push(Tracked {
+                        memtable: active,
+                        progress: WalProgress::default(),
+                        frozen: false,
+                    });
+                    request(frozen, &mut wants, &mut waiters);
                 }
-                WalMsg::FlushWalOnly { end, completion } => {
-                    wal_only_end = wal_only_end.max(end);
+                WalMsg::WalOnlyPut {
+                    batches,
+                    bytes,
+                    completion,
+                } => {
+                    self.wal_only.queue.extend(batches);
+                    self.wal_only.queued_bytes += bytes;
                     if let Some(completion) = completion {
-                        waiters.push(Waiter {
+                        let end = self.wal_only.end();
+                        wal_only_end = wal_only_end.max(end);
+                        waiters.push(Waiter::Range {
                             covers: Covers::WalOnly(end),
                             completion,
                             from_put: true,
@@ -162,70 +247,101 @@ impl WalFlushHandler {
                     }
                 }
                 WalMsg::FlushAll { completion } => {
-                    let st = self.inner.lock();
-                    match &st.mode {
-                        Mode::MemTable(mt) => {
-                            for m in mt.frozen.iter().chain(std::iter::once(&mt.active)) {
-                                want(&mut stores, m, m.store().len());
-                            }
-                        }
-                        Mode::WalOnly(wo) => wal_only_end = wal_only_end.max(wo.next_position()),
+                    for t in &self.memtables {
+                        want(&mut wants, &t.memtable, t.memtable.store().len());
                     }
-                    drop(st);
+                    wal_only_end = wal_only_end.max(self.wal_only.end());
                     if let Some(completion) = completion {
-                        waiters.push(Waiter {
-                            covers: Covers::All,
-                            completion,
-                            from_put: false,
-                        });
+                        waiters.push(Waiter::All(completion));
                     }
                 }
                 WalMsg::Shutdown => stop = true,
             }
         }
-        let outcome = match self.inner.latch.check() {
+        let outcome = match self.feedback.check() {
             Err(e) => Err(e),
-            Ok(()) => self.append_all(stores, wal_only_end).await,
+            Ok(()) => self.append_all(wants, wal_only_end).await,
         };
         for w in waiters {
-            let result = match (&outcome, w.covers) {
-                (Ok(()), _) => Ok(()),
-                (Err(_), Covers::Store(m, end)) if m.store().wal_appended_len() >= end => Ok(()),
-                (Err(_), Covers::WalOnly(end)) if self.wal_only_appended() >= end => Ok(()),
-                (Err(e), _) => Err(e.clone()),
-            };
-            if w.from_put {
-                self.inner.stats.record_durable_request();
+            match w {
+                Waiter::Range {
+                    covers,
+                    completion,
+                    from_put,
+                } => {
+                    if from_put {
+                        self.feedback.stats.record_durable_request();
+                    }
+                    completion.complete(self.covered(&covers).ok_or_else(|| {
+                        match &outcome {
+                            Err(e) => e.clone(),
+                            // Every planned range was appended, so an uncovered one was never
+                            // planned: a broken invariant, never a success.
+                            Ok(()) => self.feedback.poison(Error::persistence_failure(
+                                "the WAL flush handler was asked about a range it does not track; reopen the writer to replay the WAL",
+                                None,
+                            )),
+                        }
+                    }));
+                }
+                Waiter::All(completion) => completion.complete(outcome.clone()),
             }
-            w.completion.complete(result);
         }
+        // Frozen MemTables whose whole store is in the WAL owe nothing more.
+        self.memtables
+            .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.store().len()));
         stop
     }
 
-    fn wal_only_appended(&self) -> u64 {
-        match &self.inner.lock().mode {
-            Mode::WalOnly(wo) => wo.appended,
-            Mode::MemTable(_) => 0,
+    /// The position through which `covers` is durable, if it is.
+    fn covered(&self, covers: &Covers) -> Option<WalPosition> {
+        match covers {
+            Covers::Store(m, end) => {
+                let t = self.tracked(m)?;
+                (t.progress.appended >= *end)
+                    .then_some(t.progress.last_position)
+                    .flatten()
+            }
+            Covers::WalOnly(end) => (self.wal_only.appended >= *end)
+                .then(|| self.appender.next_position().prev())
+                .flatten(),
         }
+    }
+
+    fn tracked(&self, m: &Arc<MemTable>) -> Option<&Tracked> {
+        self.memtables.iter().find(|t| Arc::ptr_eq(&t.memtable, m))
     }
 
     /// Appends every planned store (oldest generation first), then the WAL-only queue.
     /// The first failure poisons the writer and stops the rest.
     async fn append_all(
         &mut self,
-        mut stores: Vec<(Arc<MemTable>, usize)>,
+        mut wants: Vec<(Arc<MemTable>, usize)>,
         wal_only_end: u64,
     ) -> Result<()> {
-        stores.sort_by_key(|(m, _)| m.generation());
-        for (memtable, end) in stores {
+        wants.sort_by_key(|(m, _)| m.generation());
+        for (memtable, end) in wants {
+            let Some(i) = self
+                .memtables
+                .iter()
+                .position(|t| Arc::ptr_eq(&t.memtable, &memtable))
+            else {
+                return Err(self.feedback.poison(Error::persistence_failure(
+                    format!(
+                        "the WAL flush handler got a request for MemTable generation {} that it does not track; reopen the writer to replay the WAL",
+                        memtable.generation()
+                    ),
+                    None,
+                )));
+            };
             let store = memtable.store();
-            let start = store.wal_appended_len();
+            let start = self.memtables[i].progress.appended;
             let committed = store.len();
             if end > committed {
                 // Reference §2.6 (post-#7888): never append a short range and then report the
                 // whole of it durable; a request past the committed length is a broken
                 // invariant, and this writer can no longer vouch for its WAL.
-                return Err(self.inner.poison(Error::persistence_failure(
+                return Err(self.feedback.poison(Error::persistence_failure(
                     format!(
                         "WAL flush range [{start}, {end}) of generation {} is missing batch position {committed}; its BatchStore holds {committed} batches. Reopen the writer to replay the WAL",
                         memtable.generation()
@@ -236,72 +352,54 @@ impl WalFlushHandler {
             if start >= end {
                 continue;
             }
-            let batches = store.batches(crate::batch_store::BatchRange { start, end });
-            let position = self.append(&batches).await?;
-            store.mark_wal_appended(end, position);
+            let position = self
+                .append(&store.batches(BatchRange { start, end }))
+                .await?;
+            let progress = &mut self.memtables[i].progress;
+            progress.advance(end, position);
+            self.feedback.report(Report::WalAppended {
+                memtable,
+                progress: *progress,
+                next_position: self.appender.next_position(),
+            });
             // The bug: a generation-local end published to a writer-wide watermark.
             #[cfg(feature = "legacy-watermark-bug")]
-            self.inner.legacy_watermark.send_replace(end);
+            self.feedback.legacy_watermark.send_replace(end);
         }
-        if wal_only_end > 0 {
-            self.append_wal_only(wal_only_end).await?;
+        if wal_only_end > self.wal_only.appended {
+            self.append_wal_only().await?;
         }
         Ok(())
     }
 
-    async fn append(&mut self, batches: &[arrow_array::RecordBatch]) -> Result<u64> {
+    async fn append(&mut self, batches: &[RecordBatch]) -> Result<WalPosition> {
         let started = Instant::now();
         match self.appender.append(batches).await {
             Ok(entry) => {
-                self.inner.stats.record_wal_flush(
+                self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
                     entry.num_batches as u64,
                     started.elapsed(),
                 );
-                self.inner
-                    .record_next_wal_position(self.appender.next_position());
                 Ok(entry.position)
             }
-            Err(e) => Err(self.inner.poison(e)),
+            Err(e) => Err(self.feedback.poison(e)),
         }
     }
 
-    /// WAL-only: appends a snapshot of the whole pending queue (at least up to `end`) as one
-    /// entry, then removes exactly that snapshot. On failure the queue is left as it was
-    /// (reference §6: a destructive drain could let a concurrent durable put see an empty
-    /// queue and spuriously succeed).
-    async fn append_wal_only(&mut self, end: u64) -> Result<()> {
-        let (batches, snapshot_end) = {
-            let st = self.inner.lock();
-            let Mode::WalOnly(wo) = &st.mode else {
-                return Err(Error::invalid("WAL-only flush on a MemTable-mode writer"));
-            };
-            if wo.appended >= end {
-                return Ok(());
-            }
-            let batches: Vec<_> = wo.pending.iter().map(|(b, _)| b.clone()).collect();
-            (batches, wo.next_position())
-        };
-        if batches.is_empty() {
-            return Ok(());
-        }
+    /// WAL-only: appends the whole queue as one entry, then removes exactly what it appended.
+    /// On failure the queue is left as it was (reference §6: a destructive drain could let a
+    /// concurrent durable put see an empty queue and spuriously succeed).
+    async fn append_wal_only(&mut self) -> Result<()> {
+        let batches: Vec<_> = self.wal_only.queue.iter().cloned().collect();
         self.append(&batches).await?;
-        {
-            let mut st = self.inner.lock();
-            if let Mode::WalOnly(wo) = &mut st.mode {
-                for _ in 0..batches.len() {
-                    if let Some((_, bytes)) = wo.pending.pop_front() {
-                        wo.pending_bytes -= bytes;
-                    }
-                }
-                wo.appended = snapshot_end;
-                // The size trigger counts from the last drain. Detecting the drain from the
-                // queue size alone misses it when a put refills the queue to the old size,
-                // and the trigger then stays silent for a whole buffer.
-                wo.size_baseline = 0;
-            }
-        }
-        self.inner.bump_progress();
+        self.wal_only.queue.clear();
+        self.wal_only.appended += batches.len() as u64;
+        self.feedback.report(Report::WalOnlyAppended {
+            end: self.wal_only.appended,
+            bytes: std::mem::take(&mut self.wal_only.queued_bytes),
+            next_position: self.appender.next_position(),
+        });
         Ok(())
     }
 }

@@ -30,13 +30,13 @@ use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
 use crate::store::{CreateOutcome, FirstFree, ShardPaths, StagedPut, Store};
-use crate::wal::entry;
+use crate::wal::{WalPosition, entry};
 
 /// What one successful append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendedEntry {
     /// The entry's WAL position.
-    pub position: u64,
+    pub position: WalPosition,
     /// Batches in the entry.
     pub num_batches: usize,
     /// Rows in the entry.
@@ -108,12 +108,12 @@ impl WalAppender {
     }
 
     /// The position the next append will try.
-    pub fn next_position(&self) -> u64 {
-        self.next_position
+    pub fn next_position(&self) -> WalPosition {
+        WalPosition::new(self.next_position).expect("next_position is at least 1")
     }
 
-    pub(crate) fn set_next_position(&mut self, position: u64) {
-        self.next_position = position.max(1);
+    pub(crate) fn set_next_position(&mut self, position: WalPosition) {
+        self.next_position = position.get();
     }
 
     /// The writer epoch stamped on every entry.
@@ -127,7 +127,7 @@ impl WalAppender {
         let len = bytes.len();
         let position = self.append_encoded(bytes).await?;
         Ok(AppendedEntry {
-            position,
+            position: WalPosition::new(position).expect("appends start at position 1"),
             num_batches: batches.len(),
             num_rows: batches.iter().map(|b| b.num_rows()).sum(),
             bytes: len,
@@ -381,7 +381,7 @@ mod tests {
         let mut a3 = appender(3);
         let staged = StagedSentinel::stage(&store, &paths, 3).await.unwrap();
         assert_eq!(a3.write_fence_sentinel(1, Some(staged)).await.unwrap(), 2);
-        assert_eq!(a3.next_position(), 3);
+        assert_eq!(a3.next_position().get(), 3);
         for (position, epoch) in [(1, 2), (2, 3)] {
             let e = crate::wal::read_entry(&store, &paths, position)
                 .await

@@ -3,9 +3,10 @@
 //! Replay starts at `replay_after_wal_entry_position + 1` and reads up to the first missing
 //! position, whatever epoch wrote each entry (reference §5). Sentinels are skipped. An entry
 //! with an epoch above ours means a successor claimed the shard while we opened: open aborts
-//! with `PeerClaimedEpoch`. Replayed batches are marked WAL-appended at their entry's
-//! position, so they are never appended again (reference §10.3) and the generation flush of a
-//! replayed MemTable moves the cursor to exactly the entries it holds. MemTables rotate when
+//! with `PeerClaimedEpoch`. Each replayed MemTable comes back with its [`WalProgress`] (every
+//! batch appended, the last in the entry it came from), so its batches are never appended
+//! again (reference §10.3) and its generation flush moves the cursor to exactly the entries it
+//! holds. MemTables rotate when
 //! full; an entry is never split across two MemTables (the cursor could otherwise skip the
 //! half in the unflushed one).
 
@@ -13,22 +14,23 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 
+use super::state::Held;
 use crate::batch_store::estimated_batch_bytes;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, WalProgress};
 use crate::reader::conform;
 use crate::store::{ShardPaths, Store};
-use crate::wal;
+use crate::wal::{self, WalPosition};
 
 /// MemTables rebuilt from the WAL.
 pub(crate) struct Replayed {
     /// Full MemTables, oldest first, to be queued for generation flushes.
-    pub frozen: Vec<Arc<MemTable>>,
+    pub frozen: Vec<Held>,
     /// The MemTable that takes new puts.
-    pub active: Arc<MemTable>,
+    pub active: Held,
     /// The first empty WAL position.
-    pub next_position: u64,
+    pub next_position: WalPosition,
     /// Entries read (fence sentinels included).
     pub entries: u64,
     /// Rows put back into MemTables.
@@ -46,8 +48,11 @@ pub(crate) async fn replay(
 ) -> Result<Replayed> {
     let capacity = config.max_memtable_batches;
     let max_size = config.max_memtable_size;
-    let mut frozen = Vec::new();
-    let mut active = Arc::new(MemTable::new(first_generation, capacity));
+    let mut frozen: Vec<Held> = Vec::new();
+    let mut active = Held::new(
+        Arc::new(MemTable::new(first_generation, capacity)),
+        WalProgress::default(),
+    );
     let (mut entries, mut rows) = (0u64, 0u64);
     let next_position = wal::read_run(store, paths, replay_after + 1, |entry| {
         entries += 1;
@@ -71,39 +76,50 @@ pub(crate) async fn replay(
             .map_err(|e| Error::corrupt(object.as_ref(), format!("WAL entry does not match the shard schema: {e}"), None))?;
         let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
         rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-        let rotate = |active: &mut Arc<MemTable>, frozen: &mut Vec<Arc<MemTable>>, cap: usize| {
-            let next = Arc::new(MemTable::new(active.generation() + 1, cap));
-            frozen.push(std::mem::replace(active, next));
-        };
-        if !active.store().is_empty() && active.would_overflow(batches.len(), bytes, max_size) {
+        let m = &active.memtable;
+        if !m.store().is_empty() && m.would_overflow(batches.len(), bytes, max_size) {
             rotate(&mut active, &mut frozen, capacity);
         }
-        if batches.len() > active.store().remaining() {
+        if batches.len() > active.memtable.store().remaining() {
             // An entry larger than our MemTable capacity (written with a larger one): give it
             // a MemTable of its own size.
-            active = Arc::new(MemTable::new(active.generation(), batches.len()));
+            active = Held::new(
+                Arc::new(MemTable::new(active.memtable.generation(), batches.len())),
+                WalProgress::default(),
+            );
         }
         let range = active
+            .memtable
             .insert(&batches)
             .expect("replay made room for the entry");
-        active.store().mark_wal_appended(range.end, entry.position);
-        if active.should_freeze(max_size) {
+        let position = WalPosition::new(entry.position).expect("WAL positions start at 1");
+        active.wal.advance(range.end, position);
+        if active.memtable.should_freeze(max_size) {
             rotate(&mut active, &mut frozen, capacity);
         }
         Ok(())
     })
     .await?;
-    if active.store().capacity() != capacity {
+    if active.memtable.store().capacity() != capacity {
         // Only reachable when the oversized MemTable was also the last one; give puts a
         // normal one.
-        let next = Arc::new(MemTable::new(active.generation() + 1, capacity));
-        frozen.push(std::mem::replace(&mut active, next));
+        rotate(&mut active, &mut frozen, capacity);
     }
     Ok(Replayed {
         frozen,
         active,
-        next_position,
+        next_position: WalPosition::new(next_position).expect("the WAL tip is at least 1"),
         entries,
         rows,
     })
+}
+
+/// Freezes `active` into `frozen`; an empty MemTable of the next generation with room for
+/// `capacity` batches takes its place.
+fn rotate(active: &mut Held, frozen: &mut Vec<Held>, capacity: usize) {
+    let next = Arc::new(MemTable::new(active.memtable.generation() + 1, capacity));
+    frozen.push(std::mem::replace(
+        active,
+        Held::new(next, WalProgress::default()),
+    ));
 }
