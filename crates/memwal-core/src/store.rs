@@ -1,28 +1,51 @@
-//! The object store memwal writes to, and every object path it uses.
+//! The object store memwal writes to.
 //!
 //! [`Store`] wraps an `object_store` implementation with the few operations memwal needs:
 //! create-if-absent puts (the only way a WAL entry, manifest version or generation file is ever
-//! written), gets, existence probes and listings. Every object path (`bitrev64` file names,
-//! `_mem_wal/<shard>/…`) is built in [`ShardPaths`] and nowhere else.
+//! written), gets, existence probes and listings. A `Store` is built from a location
+//! ([`Store::from_uri`]): a local directory, `memory://`, or a cloud bucket (`cloud`).
+//!
+//! # Parts
+//! - [`paths`]: every object path (`bitrev64` file names, `_mem_wal/<shard>/…`), built there
+//!   and nowhere else; re-exported here.
+//! - `cloud` (private): the S3, GCS and Azure backends, one table row each.
+//! - [`local`] and [`fs`]: memwal's own local-directory store and the file-system operations
+//!   it syncs through.
+//! - `faults` and `sim_fs`, with the `testing` feature only (Rust tests, and the Node addon
+//!   for JavaScript's `ObjectStore.faults`): every store is then wrapped in
+//!   `faults::FaultInjectingStore`, whose faults are all off unless a test switches them on,
+//!   and `sim_fs::SimFs` simulates power loss under the local store; both draw their seeded
+//!   choices from `splitmix64`. Without the feature, `faults` is a no-op whose pause points
+//!   compile to nothing.
 //!
 //! # Durability of the local store
 //! A local directory is served by [`local::LocalStore`]: a put writes a staging file,
 //! `fdatasync`s it, hard-links it to its final name (which fails if the name exists, giving
 //! put-if-not-exists), then `fsync`s the parent directory, and every directory it had to
-//! create. Its persistence points go through the [`fs::Fs`] trait, so the power-loss simulator
-//! [`sim_fs::SimFs`] can replace the disk in tests.
+//! create. Its persistence points go through the [`fs::Fs`] trait, so that a power-loss
+//! simulator can replace the disk in tests.
 //!
-//! Every store is wrapped in [`faults::FaultInjectingStore`], whose faults are all off unless a
-//! test switches them on, so Rust tests and the JavaScript `ObjectStore.faults` share one
-//! mechanism.
+//! A failed sync is the one store error that must never be retried: [`is_sync_failure`] is
+//! the single place that says whether an error is one.
 
+mod cloud;
+#[cfg(feature = "testing")]
+pub mod faults;
+/// The fault controller of a production build: no faults, no cost.
+#[cfg(not(feature = "testing"))]
+#[path = "store/no_faults.rs"]
 pub mod faults;
 pub mod fs;
 pub mod local;
+pub mod paths;
+#[cfg(feature = "testing")]
 pub mod sim_fs;
+#[cfg(feature = "testing")]
+pub mod splitmix64;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -33,9 +56,39 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use faults::{FaultInjectingStore, Faults};
+use faults::Faults;
 use fs::{Fs, Staged, StdFs};
 use local::LocalStore;
+pub use paths::{
+    GENERATION_FILE_NAME, MEM_WAL_DIR, ShardPaths, bitrev64_name, parse_bitrev64_name, random8hex,
+};
+
+/// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
+/// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
+#[derive(Debug, thiserror::Error)]
+#[error("sync of {path} failed: {source}")]
+pub struct SyncFailure {
+    /// What was being synced.
+    pub path: String,
+    /// The OS error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Whether `e`, from any store, was a failed sync or flush: a [`SyncFailure`] anywhere in its
+/// source chain. Whether the data it covered is durable is then unknown, and a later
+/// "successful" retry proves nothing, so the operation must fail rather than be retried and
+/// trusted. Every caller that decides whether to retry a put asks this, and only this.
+pub fn is_sync_failure(e: &object_store::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = cur {
+        if s.downcast_ref::<SyncFailure>().is_some() {
+            return true;
+        }
+        cur = s.source();
+    }
+    false
+}
 
 /// Outcome of a create-if-absent put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,10 +228,7 @@ impl Store {
     /// `secret_access_key`, `session_token`. They override the environment.
     pub fn from_uri_with(uri: &str, options: &[(String, String)]) -> Result<Self> {
         if let Some((scheme, _)) = uri.split_once("://")
-            && matches!(
-                scheme,
-                "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss"
-            )
+            && cloud::is_cloud_scheme(scheme)
         {
             return cloud::open(scheme, uri, options);
         }
@@ -223,15 +273,21 @@ impl Store {
         s
     }
 
+    /// Every store is built here. With the `testing` feature its object store is wrapped in
+    /// the fault injector that `faults` switches; without it there is nothing to wrap.
     fn with_faults(
         object_store: Arc<dyn ObjectStore>,
         root: Path,
         location: impl Into<String>,
         faults: Arc<Faults>,
     ) -> Self {
-        let wrapped = FaultInjectingStore::new(object_store, faults.clone());
+        #[cfg(feature = "testing")]
+        let object_store: Arc<dyn ObjectStore> = Arc::new(faults::FaultInjectingStore::new(
+            object_store,
+            faults.clone(),
+        ));
         Store {
-            object_store: Arc::new(wrapped),
+            object_store,
             root,
             faults,
             location: location.into(),
@@ -295,7 +351,15 @@ impl Store {
     }
 
     /// The fault controller of this store (all faults off by default).
+    #[cfg(feature = "testing")]
     pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    /// The fault controller of this store: without the `testing` feature, a no-op for the
+    /// pause points production code passes.
+    #[cfg(not(feature = "testing"))]
+    pub(crate) fn faults(&self) -> &Arc<Faults> {
         &self.faults
     }
 
@@ -332,20 +396,17 @@ impl Store {
         path: &Path,
         bytes: Bytes,
     ) -> object_store::Result<CreateOutcome> {
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
-        match self
-            .object_store
-            .put_opts(path, PutPayload::from_bytes(bytes), opts)
-            .await
-        {
-            Ok(_) => Ok(CreateOutcome::Created),
-            Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => Ok(CreateOutcome::AlreadyExists),
-            Err(e) => Err(e),
-        }
+        // The same create as at the first free of one path, with nothing staged.
+        let unstaged = StagedPut { bytes, local: None };
+        Ok(
+            match self
+                .put_if_absent_first_free(std::slice::from_ref(path), &unstaged)
+                .await?
+            {
+                FirstFree::Created(_) => CreateOutcome::Created,
+                FirstFree::Taken(_) => CreateOutcome::AlreadyExists,
+            },
+        )
     }
 
     /// Readies `bytes` for [`Store::put_if_absent_first_free`] in the directory of `near`
@@ -392,6 +453,8 @@ impl Store {
             Ok(r) => Ok(FirstFree::Created(
                 r.extensions.get::<CreatedAt>().map_or(0, |c| c.0),
             )),
+            // object_store reports a taken location as `AlreadyExists`; a custom store may
+            // pass a conditional create's 412 through as `Precondition`.
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(FirstFree::Taken(tried)),
             Err(e) => Err(e),
@@ -435,414 +498,9 @@ impl Store {
     }
 }
 
-/// Name of the directory holding all shards under a store root.
-pub const MEM_WAL_DIR: &str = "_mem_wal";
-
-/// `n` bit-reversed and printed as 64 binary digits, then `.ext` (reference §1.2): spreads
-/// sequential keys across S3 partitions.
-pub fn bitrev64_name(n: u64, ext: &str) -> String {
-    format!("{:064b}.{ext}", n.reverse_bits())
-}
-
-/// Inverse of [`bitrev64_name`]: the number, if `name` is exactly 64 binary digits, a dot and
-/// an alphanumeric extension. Anything else (staging files such as `object_store`'s
-/// `<name>#1`, hints, foreign files) is `None`.
-pub fn parse_bitrev64_name(name: &str) -> Option<u64> {
-    let (stem, ext) = name.split_once('.')?;
-    if stem.len() != 64
-        || !stem.bytes().all(|b| b == b'0' || b == b'1')
-        || ext.is_empty()
-        || !ext.bytes().all(|b| b.is_ascii_alphanumeric())
-    {
-        return None;
-    }
-    u64::from_str_radix(stem, 2).ok().map(u64::reverse_bits)
-}
-
-/// Eight random lowercase hex characters: the prefix of a generation directory, fresh per flush
-/// attempt so a retry never reuses a partially written directory.
-pub fn random8hex() -> String {
-    format!("{:08x}", rand::random::<u32>())
-}
-
-/// Every object path of one shard (reference §1.2 layout).
-#[derive(Debug, Clone)]
-pub struct ShardPaths {
-    shard_id: Uuid,
-    shard_dir: Path,
-}
-
-impl ShardPaths {
-    fn new(root: &Path, shard_id: Uuid) -> Self {
-        let shard_dir = root
-            .clone()
-            .join(MEM_WAL_DIR)
-            .join(shard_id.hyphenated().to_string().as_str());
-        ShardPaths {
-            shard_id,
-            shard_dir,
-        }
-    }
-
-    /// The shard's id.
-    pub fn shard_id(&self) -> Uuid {
-        self.shard_id
-    }
-
-    /// `_mem_wal/<shard>`
-    pub fn shard_dir(&self) -> &Path {
-        &self.shard_dir
-    }
-
-    /// `_mem_wal/<shard>/manifest`
-    pub fn manifest_dir(&self) -> Path {
-        self.shard_dir.clone().join("manifest")
-    }
-
-    /// `_mem_wal/<shard>/manifest/<bitrev64(version)>.binpb`
-    pub fn manifest(&self, version: u64) -> Path {
-        self.manifest_dir()
-            .join(bitrev64_name(version, "binpb").as_str())
-    }
-
-    /// `_mem_wal/<shard>/manifest/version_hint.json`
-    pub fn version_hint(&self) -> Path {
-        self.manifest_dir().join("version_hint.json")
-    }
-
-    /// `_mem_wal/<shard>/wal`
-    pub fn wal_dir(&self) -> Path {
-        self.shard_dir.clone().join("wal")
-    }
-
-    /// `_mem_wal/<shard>/wal/<bitrev64(position)>.arrow`
-    pub fn wal_entry(&self, position: u64) -> Path {
-        self.wal_dir()
-            .join(bitrev64_name(position, "arrow").as_str())
-    }
-
-    /// `<random8hex>_gen_<g>`: a generation directory name, relative to the shard directory.
-    pub fn new_generation_dir_name(generation: u64) -> String {
-        format!("{}_gen_{generation}", random8hex())
-    }
-
-    /// `_mem_wal/<shard>/<dir>/data.parquet`
-    pub fn generation_file(&self, dir_name: &str) -> Path {
-        self.shard_dir
-            .clone()
-            .join(dir_name)
-            .join(GENERATION_FILE_NAME)
-    }
-}
-
-/// Object stores off the local disk, through `object_store`'s backends.
-///
-/// Options are `object_store` configuration keys (`allow_http`), or the same in camelCase
-/// (`allowHttp`), as the JavaScript API passes them. They override the environment (each
-/// builder starts `from_env`).
-///
-/// memwal adds three options of its own: `instance_credentials` (below), and, as in Lance,
-/// `client_max_retries` and `client_retry_timeout` (seconds): how often and how long the
-/// client retries one request (503, 500, a reset connection) before memwal sees the error.
-///
-/// # Credentials
-/// Every backend falls back to the cloud's instance metadata service (a link-local address)
-/// when no credentials are configured. memwal does not let that happen silently: a location
-/// with no credential source fails at once with an error saying what to set, unless the
-/// caller opts in with the memwal option `instance_credentials` (`instanceCredentials`). So a
-/// misconfigured process fails fast instead of timing out against an address that is not
-/// there, and tests never reach beyond the machine.
-mod cloud {
-    use super::*;
-
-    /// memwal's own option: use the instance's (or pod's) credentials from the metadata service.
-    const INSTANCE_CREDENTIALS: &str = "instance_credentials";
-    /// memwal's own option (as in Lance): retries of one request inside the object store
-    /// client (default 10), before memwal's own WAL retries (`max_wal_persist_retries`).
-    const CLIENT_MAX_RETRIES: &str = "client_max_retries";
-    /// memwal's own option (as in Lance): seconds after which the client stops retrying one
-    /// request (default 180).
-    const CLIENT_RETRY_TIMEOUT: &str = "client_retry_timeout";
-
-    fn parse_uint(key: &str, value: &str) -> Result<u64> {
-        value.parse::<u64>().map_err(|_| {
-            Error::invalid(format!(
-                "invalid storage option `{key}`: expected a non-negative integer, got {value:?}"
-            ))
-        })
-    }
-
-    /// `allowHttp` → `allow_http`; snake_case keys are unchanged.
-    pub(super) fn option_key(key: &str) -> String {
-        let mut out = String::with_capacity(key.len() + 4);
-        for c in key.chars() {
-            if c.is_ascii_uppercase() {
-                out.push('_');
-                out.push(c.to_ascii_lowercase());
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    fn unknown_option(scheme: &str, key: &str, snake: &str, known: &str) -> Error {
-        let also = if snake != key {
-            format!(" (object_store key `{snake}`)")
-        } else {
-            String::new()
-        };
-        Error::invalid(format!(
-            "unknown storage option `{key}`{also} for {scheme}:// locations; known options include {known}, and every other object_store configuration key of that store"
-        ))
-    }
-
-    fn no_credentials(uri: &str, how: &str) -> Error {
-        Error::invalid(format!(
-            "no credentials for {uri}: {how}. To use the credentials of the machine's role from the cloud's metadata service instead (EC2 instance profile, GCE service account, Azure managed identity), pass the storage option instanceCredentials: true"
-        ))
-    }
-
-    fn is_set(v: Option<String>) -> bool {
-        v.is_some_and(|v| !v.is_empty() && v != "false")
-    }
-
-    /// `scheme://bucket/prefix` with `options` (object_store configuration keys).
-    pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Result<Store> {
-        let url = url::Url::parse(uri)
-            .map_err(|e| Error::invalid(format!("location {uri} is not a valid URI: {e}")))?;
-        let root = Path::from_url_path(url.path())
-            .map_err(|e| Error::invalid(format!("location {uri} has an invalid path: {e}")))?;
-        let mut instance_credentials = false;
-        let mut retry = object_store::RetryConfig::default();
-        let mut config: Vec<(&str, String, &str)> = Vec::with_capacity(options.len());
-        for (key, value) in options {
-            let snake = option_key(key);
-            if snake == CLIENT_MAX_RETRIES {
-                retry.max_retries = parse_uint(key, value)? as usize;
-            } else if snake == CLIENT_RETRY_TIMEOUT {
-                retry.retry_timeout = std::time::Duration::from_secs(parse_uint(key, value)?);
-            } else if snake == INSTANCE_CREDENTIALS {
-                instance_credentials = match value.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    other => {
-                        return Err(Error::invalid(format!(
-                            "invalid storage option `{key}`: expected true or false, got {other:?}"
-                        )));
-                    }
-                };
-            } else {
-                config.push((key.as_str(), snake, value.as_str()));
-            }
-        }
-        let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme {
-            #[cfg(feature = "s3")]
-            "s3" | "s3a" => {
-                use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey as K};
-                let mut b = AmazonS3Builder::from_env().with_url(uri).with_retry(retry);
-                for (key, snake, value) in &config {
-                    let k = snake.parse::<K>().map_err(|_| {
-                        unknown_option(
-                            scheme,
-                            key,
-                            snake,
-                            "region, endpoint, allowHttp, accessKeyId, secretAccessKey, sessionToken, virtualHostedStyleRequest",
-                        )
-                    })?;
-                    b = b.with_config(k, *value);
-                }
-                let has_credentials = [
-                    K::AccessKeyId,
-                    K::WebIdentityTokenFile,
-                    K::ContainerCredentialsRelativeUri,
-                    K::ContainerCredentialsFullUri,
-                    K::SkipSignature,
-                    K::MetadataEndpoint,
-                ]
-                .iter()
-                .any(|k| is_set(b.get_config_value(k)));
-                if !has_credentials && !instance_credentials {
-                    return Err(no_credentials(
-                        uri,
-                        "pass the storage options accessKeyId and secretAccessKey (and sessionToken for temporary credentials), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE or AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                    ));
-                }
-                b.build().map(|s| Arc::new(s) as _)
-            }
-            #[cfg(feature = "gcs")]
-            "gs" => {
-                use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey as K};
-                let mut b = GoogleCloudStorageBuilder::from_env()
-                    .with_url(uri)
-                    .with_retry(retry);
-                for (key, snake, value) in &config {
-                    let k = snake.parse::<K>().map_err(|_| {
-                        unknown_option(
-                            scheme,
-                            key,
-                            snake,
-                            "serviceAccount (a key file path), serviceAccountKey (the key as JSON), applicationCredentials",
-                        )
-                    })?;
-                    b = b.with_config(k, *value);
-                }
-                let has_credentials = [
-                    K::ServiceAccount,
-                    K::ServiceAccountKey,
-                    K::ApplicationCredentials,
-                    K::SkipSignature,
-                ]
-                .iter()
-                .any(|k| is_set(b.get_config_value(k)))
-                    || gcloud_default_credentials_exist();
-                if !has_credentials && !instance_credentials {
-                    return Err(no_credentials(
-                        uri,
-                        "pass the storage option serviceAccount (a key file path) or serviceAccountKey (the key as JSON), set GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`",
-                    ));
-                }
-                b.build().map(|s| Arc::new(s) as _)
-            }
-            #[cfg(feature = "azure")]
-            "az" | "azure" | "abfs" | "abfss" => {
-                use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
-                let mut b = MicrosoftAzureBuilder::from_env()
-                    .with_url(uri)
-                    .with_retry(retry);
-                for (key, snake, value) in &config {
-                    let k = snake.parse::<K>().map_err(|_| {
-                        unknown_option(
-                            scheme,
-                            key,
-                            snake,
-                            "accountName, accessKey, sasKey, clientId, clientSecret, tenantId, endpoint",
-                        )
-                    })?;
-                    b = b.with_config(k, *value);
-                }
-                let has_credentials = [
-                    K::AccessKey,
-                    K::SasKey,
-                    K::Token,
-                    K::ClientSecret,
-                    K::FederatedTokenFile,
-                    K::UseAzureCli,
-                    K::UseEmulator,
-                    K::SkipSignature,
-                    K::MsiEndpoint,
-                ]
-                .iter()
-                .any(|k| is_set(b.get_config_value(k)));
-                if !has_credentials && !instance_credentials {
-                    return Err(no_credentials(
-                        uri,
-                        "pass the storage options accountName and accessKey (or sasKey, or clientId, clientSecret and tenantId), or set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY",
-                    ));
-                }
-                b.build().map(|s| Arc::new(s) as _)
-            }
-            other => {
-                return Err(Error::invalid(format!(
-                    "`{other}://` locations need memwal built with that object store's feature"
-                )));
-            }
-        };
-        let object_store = built.map_err(|e| {
-            Error::invalid(format!("cannot configure the object store for {uri}: {e}"))
-        })?;
-        Ok(Store::from_object_store(object_store, root, uri))
-    }
-
-    /// Whether gcloud's application-default credentials file exists (object_store reads it).
-    #[cfg(feature = "gcs")]
-    fn gcloud_default_credentials_exist() -> bool {
-        std::env::var_os("HOME").is_some_and(|home| {
-            std::path::Path::new(&home)
-                .join(".config/gcloud/application_default_credentials.json")
-                .exists()
-        })
-    }
-}
-
-/// File name of a generation's data inside its directory.
-pub const GENERATION_FILE_NAME: &str = "data.parquet";
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bitrev64_names_match_the_reference() {
-        assert_eq!(0u64.reverse_bits(), 0);
-        assert_eq!(1u64.reverse_bits(), 0x8000_0000_0000_0000);
-        assert_eq!(5u64.reverse_bits(), 0xa000_0000_0000_0000);
-        assert_eq!(
-            bitrev64_name(1, "binpb"),
-            format!("1{}.binpb", "0".repeat(63))
-        );
-        assert_eq!(
-            bitrev64_name(5, "lance"),
-            format!("101{}.lance", "0".repeat(61))
-        );
-        for n in [1u64, 2, 5, 1000, u64::MAX, 1 << 40] {
-            assert_eq!(parse_bitrev64_name(&bitrev64_name(n, "arrow")), Some(n));
-        }
-    }
-
-    #[test]
-    fn foreign_names_do_not_parse() {
-        for bad in [
-            "invalid",
-            "123.binpb",
-            &format!("{}.binpb", "1".repeat(65)),
-            &format!("{}2.arrow", "0".repeat(63)),
-            "version_hint.json",
-            // object_store's staging files, and our name without an extension.
-            &format!("{}.arrow#1", "0".repeat(64)),
-            &format!("{}.arrow%231", "1".repeat(64)),
-            &format!("{}.binpb.tmp", "1".repeat(64)),
-            &format!("{}.", "1".repeat(64)),
-            &"1".repeat(64),
-        ] {
-            assert_eq!(parse_bitrev64_name(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn shard_paths_follow_the_layout() {
-        let id = Uuid::parse_str("550e8400-e29b-41d4-a716-446655440000").unwrap();
-        let p = ShardPaths::new(&Path::from("my/dataset"), id);
-        assert_eq!(
-            p.wal_dir().to_string(),
-            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/wal"
-        );
-        assert_eq!(
-            p.manifest_dir().to_string(),
-            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/manifest"
-        );
-        assert_eq!(
-            p.generation_file("a1b2c3d4_gen_5").to_string(),
-            "my/dataset/_mem_wal/550e8400-e29b-41d4-a716-446655440000/a1b2c3d4_gen_5/data.parquet"
-        );
-        let p = ShardPaths::new(&Path::default(), id);
-        assert_eq!(
-            p.wal_dir().to_string(),
-            "_mem_wal/550e8400-e29b-41d4-a716-446655440000/wal"
-        );
-    }
-
-    #[test]
-    fn random8hex_is_eight_hex_chars_and_varies() {
-        let a = random8hex();
-        assert_eq!(a.len(), 8);
-        assert!(
-            a.bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        );
-        let distinct: std::collections::HashSet<_> = (0..16).map(|_| random8hex()).collect();
-        assert!(distinct.len() > 1);
-    }
 
     #[test]
     fn locations_parse() {
@@ -943,149 +601,6 @@ mod tests {
             good.list(&Path::default()).await.unwrap().is_empty(),
             "the probe is removed"
         );
-    }
-
-    #[test]
-    fn cloud_locations_parse_with_options() {
-        let s = Store::from_uri_with(
-            "s3://bucket/some/prefix",
-            &[
-                ("region".into(), "us-east-1".into()),
-                ("endpoint".into(), "http://127.0.0.1:9".into()),
-                ("allow_http".into(), "true".into()),
-                ("access_key_id".into(), "k".into()),
-                ("secret_access_key".into(), "s".into()),
-            ],
-        )
-        .unwrap();
-        assert_eq!(s.location(), "s3://bucket/some/prefix");
-        assert_eq!(s.root.as_ref(), "some/prefix");
-        let e =
-            Store::from_uri_with("s3://bucket", &[("no_such_key".into(), "1".into())]).unwrap_err();
-        assert!(e.to_string().contains("no_such_key"), "{e}");
-        let e = Store::from_uri_with("/tmp/x", &[("region".into(), "x".into())]).unwrap_err();
-        assert!(e.to_string().contains("storage options"), "{e}");
-    }
-
-    #[test]
-    fn storage_options_may_be_camel_case() {
-        assert_eq!(cloud::option_key("allowHttp"), "allow_http");
-        assert_eq!(cloud::option_key("accessKeyId"), "access_key_id");
-        assert_eq!(cloud::option_key("allow_http"), "allow_http");
-        let opts = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let s = Store::from_uri_with(
-            "s3://bucket/p",
-            &opts(&[
-                ("region", "us-east-1"),
-                ("endpoint", "http://127.0.0.1:9"),
-                ("allowHttp", "true"),
-                ("accessKeyId", "k"),
-                ("secretAccessKey", "s"),
-                ("sessionToken", "t"),
-                ("virtualHostedStyleRequest", "false"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(s.location(), "s3://bucket/p");
-        let e = Store::from_uri_with(
-            "s3://bucket",
-            &opts(&[("fooBar", "1"), ("accessKeyId", "k")]),
-        )
-        .unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
-        assert!(e.to_string().contains("`fooBar`"), "{e}");
-        assert!(e.to_string().contains("`foo_bar`"), "{e}");
-        let e = Store::from_uri_with(
-            "s3://bucket",
-            &opts(&[("allowHttp", "yes"), ("accessKeyId", "k")]),
-        )
-        .unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{e}");
-    }
-
-    /// No network: without credentials every backend would ask the cloud's metadata service;
-    /// memwal refuses before building a client, unless asked to use instance credentials.
-    #[test]
-    fn cloud_locations_without_credentials_are_refused_with_what_to_set() {
-        if [
-            "AWS_ACCESS_KEY_ID",
-            "GOOGLE_SERVICE_ACCOUNT",
-            "AZURE_STORAGE_ACCOUNT_KEY",
-        ]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-        {
-            return; // the environment supplies credentials
-        }
-        for (uri, hint) in [
-            ("s3://bucket/prefix", "accessKeyId"),
-            ("gs://bucket/prefix", "serviceAccount"),
-            ("az://container/prefix", "accountName"),
-        ] {
-            let opts: &[(String, String)] = if uri.starts_with("az") {
-                &[("accountName".to_string(), "acct".to_string())]
-            } else {
-                &[]
-            };
-            let e = Store::from_uri_with(uri, opts).unwrap_err();
-            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{uri}: {e}");
-            let m = e.to_string();
-            assert!(m.contains("no credentials for"), "{m}");
-            assert!(m.contains(uri), "{m}");
-            assert!(m.contains(hint), "{m}");
-            assert!(m.contains("instanceCredentials"), "{m}");
-            // Opting in builds the store (credentials are only fetched on first use).
-            let mut with = opts.to_vec();
-            with.push(("instanceCredentials".into(), "true".into()));
-            let s = Store::from_uri_with(uri, &with).unwrap();
-            assert_eq!(s.location(), uri);
-        }
-        let e = Store::from_uri_with(
-            "s3://bucket",
-            &[("instanceCredentials".into(), "maybe".into())],
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("expected true or false"), "{e}");
-        let e = Store::from_uri_with(
-            "s3://bucket",
-            &[
-                ("accessKeyId".into(), "k".into()),
-                ("clientMaxRetries".into(), "-1".into()),
-            ],
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("`clientMaxRetries`"), "{e}");
-        Store::from_uri_with(
-            "s3://bucket",
-            &[
-                ("accessKeyId".into(), "k".into()),
-                ("secretAccessKey".into(), "s".into()),
-                ("client_max_retries".into(), "2".into()),
-                ("clientRetryTimeout".into(), "30".into()),
-            ],
-        )
-        .unwrap();
-        // GCS and Azure take their keys in camelCase too.
-        Store::from_uri_with(
-            "gs://bucket/p",
-            &[("serviceAccountKey".into(), "{}".into())],
-        )
-        .map(|_| ())
-        .unwrap_or_else(|e| assert!(!e.to_string().contains("unknown storage option"), "{e}"));
-        let s = Store::from_uri_with(
-            "az://container/p",
-            &[
-                ("accountName".into(), "acct".into()),
-                ("accessKey".into(), "a2V5".into()),
-            ],
-        )
-        .unwrap();
-        assert_eq!(s.root.as_ref(), "p");
     }
 
     #[tokio::test]

@@ -1,9 +1,13 @@
 //! Fault injection for the object store, shared by Rust tests and JavaScript
 //! (`ObjectStore.faults`).
 //!
-//! [`FaultInjectingStore`] wraps every [`super::Store`]; with all faults off it forwards every call
-//! unchanged. Faults target WAL-entry puts (paths with a `wal` segment), the writes whose
-//! outcome decides durability:
+//! Compiled only with the `testing` feature (the integration tests and the Node addon turn it
+//! on); a production build has the no-op controller of `no_faults.rs` in its place, so none
+//! of this is in it. With the feature, [`FaultInjectingStore`] wraps every [`super::Store`];
+//! with all faults off it forwards every call unchanged.
+//!
+//! Faults target WAL-entry puts (paths with a `wal` segment), the writes whose outcome
+//! decides durability:
 //! - `fail_wal_puts(n)`: the next `n` WAL puts fail with a transient error ("injected transient
 //!   WAL put failure"); `u64::MAX` means every WAL put fails until [`Faults::recover`].
 //! - `set_lost_ack(true)`: a failing WAL put *lands* before its error is returned, the ambiguous
@@ -38,6 +42,9 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
 
+use super::paths::is_wal_path;
+use super::splitmix64::SplitMix64;
+
 /// Random faults on every operation (see [`Faults::set_chaos`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Chaos {
@@ -56,20 +63,13 @@ pub struct Chaos {
 #[derive(Debug)]
 struct ChaosState {
     chaos: Chaos,
-    rng: u64,
+    rng: SplitMix64,
 }
 
 impl ChaosState {
-    fn next(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
+    /// True with probability `p`: the top 53 bits of a draw as a fraction of 1.
     fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        p > 0.0 && (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 }
 
@@ -155,7 +155,7 @@ impl Faults {
     /// them off.
     pub fn set_chaos(&self, chaos: Option<Chaos>) {
         *self.chaos.lock().unwrap_or_else(|e| e.into_inner()) = chaos.map(|c| ChaosState {
-            rng: c.seed,
+            rng: SplitMix64::new(c.seed),
             chaos: c,
         });
     }
@@ -169,7 +169,7 @@ impl Faults {
         let jitter = if c.jitter.is_zero() {
             Duration::ZERO
         } else {
-            Duration::from_nanos(state.next() % (c.jitter.as_nanos() as u64 + 1))
+            Duration::from_nanos(state.rng.next_u64() % (c.jitter.as_nanos() as u64 + 1))
         };
         let fail_before = state.chance(c.fail_before);
         let fail_after = is_put && !fail_before && state.chance(c.fail_after);
@@ -256,11 +256,6 @@ fn take_one(counter: &AtomicU64) -> bool {
         .is_ok()
 }
 
-/// Whether `path` is a WAL entry (or inside a WAL directory).
-pub(crate) fn is_wal_path(path: &Path) -> bool {
-    path.parts().any(|p| p.as_ref() == "wal")
-}
-
 fn chaos_error(path: &Path, when: &str) -> object_store::Error {
     object_store::Error::Generic {
         store: "faults",
@@ -314,25 +309,20 @@ impl fmt::Display for FaultInjectingStore {
 
 #[async_trait]
 impl ObjectStore for FaultInjectingStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> Result<PutResult> {
-        let fate = self.before(location, true).await?;
+    async fn put_opts(&self, path: &Path, data: PutPayload, opts: PutOptions) -> Result<PutResult> {
+        let fate = self.before(path, true).await?;
         if fate.fail_after {
-            let _ = self.inner.put_opts(location, payload, opts).await;
-            return Err(chaos_error(location, "after apply, response lost"));
+            let _ = self.inner.put_opts(path, data, opts).await;
+            return Err(chaos_error(path, "after apply, response lost"));
         }
-        if is_wal_path(location) && self.faults.take_wal_put_failure() {
+        if is_wal_path(path) && self.faults.take_wal_put_failure() {
             if self.faults.lost_ack.load(Ordering::SeqCst) {
                 // Ignore the outcome: the caller must see an error either way.
-                let _ = self.inner.put_opts(location, payload, opts).await;
+                let _ = self.inner.put_opts(path, data, opts).await;
             }
-            return Err(injected(location));
+            return Err(injected(path));
         }
-        self.inner.put_opts(location, payload, opts).await
+        self.inner.put_opts(path, data, opts).await
     }
 
     async fn put_multipart_opts(

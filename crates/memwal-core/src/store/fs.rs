@@ -1,5 +1,6 @@
 //! The file-system operations the local store needs, behind a trait so that a power-loss
-//! simulator ([`super::sim_fs::SimFs`]) can stand in for the real disk ([`StdFs`]).
+//! simulator (`sim_fs::SimFs`, with the `testing` feature) can stand in for the real disk
+//! ([`StdFs`]).
 //!
 //! Every operation is synchronous; [`super::local::LocalStore`] runs them on Tokio's blocking
 //! pool. Durability is explicit: `create_file`/`replace_file` flush the file's data when asked,

@@ -4,16 +4,17 @@
 //! # Why not `object_store::local::LocalFileSystem`
 //! `LocalFileSystem::with_fsync(true)` is durable too, but its writes and syncs happen inside
 //! one opaque call. memwal needs the persistence points in its own code so that they can be
-//! (a) exercised by a power-loss simulator ([`super::sim_fs::SimFs`]: the reliability suite
-//! crashes at every sync and checks that nothing acknowledged is lost, and that the same suite
-//! fails when syncing is switched off), and (b) failed on purpose (an `fsync` error must reject
-//! the puts it covers and poison the writer, never be retried and trusted).
+//! (a) exercised by a power-loss simulator (`sim_fs::SimFs`, with the `testing` feature: the
+//! reliability suite crashes at every sync and checks that nothing acknowledged is lost, and
+//! that the same suite fails when syncing is switched off), and (b) failed on purpose (an
+//! `fsync` error must reject the puts it covers and poison the writer, never be retried and
+//! trusted: it surfaces as [`super::SyncFailure`]).
 //!
 //! # Durability protocol of a put (create-if-absent)
 //! 1. Create missing parent directories top-down; `fsync` each new directory and its parent.
 //! 2. Write the bytes to an unnamed (`O_TMPFILE`) or staging file, `fdatasync` it, and link it
 //!    to the final name (`link` fails if the name exists: put-if-not-exists; readers never see
-//!    a partial file). A put can carry data staged earlier ([`LocalStore::stage`]), which
+//!    a partial file). A put can carry data staged earlier (`LocalStore::stage`), which
 //!    leaves only the link.
 //! 3. `fsync` the parent directory, so the new name survives a power loss.
 //!
@@ -37,32 +38,9 @@ use object_store::{
 };
 
 use super::faults::Faults;
-use super::fs::{Fs, STAGING_PREFIX, Staged};
-use super::{CreatedAt, OrNext, Prestaged};
-
-/// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
-/// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
-#[derive(Debug, thiserror::Error)]
-#[error("sync of {path} failed: {source}")]
-pub struct SyncFailure {
-    /// What was being synced.
-    pub path: String,
-    /// The OS error.
-    #[source]
-    pub source: io::Error,
-}
-
-/// Whether `e` (from a store) is a [`SyncFailure`].
-pub fn is_sync_failure(e: &object_store::Error) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(s) = cur {
-        if s.downcast_ref::<SyncFailure>().is_some() {
-            return true;
-        }
-        cur = s.source();
-    }
-    false
-}
+use super::fs::{FileInfo, Fs, STAGING_PREFIX, Staged};
+use super::paths::is_wal_path;
+use super::{CreatedAt, OrNext, Prestaged, SyncFailure};
 
 /// See the module docs.
 pub struct LocalStore {
@@ -96,8 +74,27 @@ impl fmt::Display for LocalStore {
     }
 }
 
-fn system_time_to_utc(t: std::time::SystemTime) -> chrono::DateTime<chrono::Utc> {
-    t.into()
+/// The object at `location`, as `stat` of its file describes it.
+fn object_meta(location: Path, info: FileInfo) -> ObjectMeta {
+    ObjectMeta {
+        location,
+        last_modified: info.modified.into(),
+        size: info.len,
+        e_tag: None,
+        version: None,
+    }
+}
+
+/// Message of an injected sync failure's OS error.
+const INJECTED_SYNC_FAILURE: &str = "injected sync failure";
+
+/// A failed sync of `path`, carried as a [`SyncFailure`] so that
+/// [`super::is_sync_failure`] recognises it after `to_store_error`.
+fn sync_failure(path: &std::path::Path, source: io::Error) -> io::Error {
+    io::Error::other(SyncFailure {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 fn to_store_error(path: &Path, e: io::Error) -> object_store::Error {
@@ -177,17 +174,11 @@ impl Shared {
             return Ok(());
         }
         if wal && self.faults.take_wal_sync_failure() {
-            return Err(io::Error::other(SyncFailure {
-                path: dir.display().to_string(),
-                source: io::Error::other("injected sync failure"),
-            }));
+            return Err(sync_failure(dir, io::Error::other(INJECTED_SYNC_FAILURE)));
         }
-        self.fs.sync_dir(dir).map_err(|source| {
-            io::Error::other(SyncFailure {
-                path: dir.display().to_string(),
-                source,
-            })
-        })
+        self.fs
+            .sync_dir(dir)
+            .map_err(|source| sync_failure(dir, source))
     }
 
     /// Creates `dir` and its missing ancestors, making each new entry durable.
@@ -234,12 +225,8 @@ impl Shared {
         location: &Path,
         path: &std::path::Path,
     ) -> io::Result<()> {
-        if self.fsync && super::faults::is_wal_path(location) && self.faults.take_wal_sync_failure()
-        {
-            return Err(io::Error::other(SyncFailure {
-                path: path.display().to_string(),
-                source: io::Error::other("injected sync failure"),
-            }));
+        if self.fsync && is_wal_path(location) && self.faults.take_wal_sync_failure() {
+            return Err(sync_failure(path, io::Error::other(INJECTED_SYNC_FAILURE)));
         }
         Ok(())
     }
@@ -248,10 +235,7 @@ impl Shared {
     /// which is never retried and trusted.
     fn write_error(&self, path: &std::path::Path, e: io::Error) -> io::Error {
         if self.fsync && e.kind() == io::ErrorKind::Other {
-            io::Error::other(SyncFailure {
-                path: path.display().to_string(),
-                source: e,
-            })
+            sync_failure(path, e)
         } else {
             e
         }
@@ -303,7 +287,7 @@ impl Shared {
             io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound => e,
             _ => self.write_error(&path, e),
         })?;
-        self.sync_dir(&parent, super::faults::is_wal_path(location))?;
+        self.sync_dir(&parent, is_wal_path(location))?;
         Ok(created)
     }
 
@@ -327,14 +311,7 @@ impl Shared {
                 if is_dir {
                     stack.push((p, child));
                 } else {
-                    let info = self.fs.stat(&p)?;
-                    out.push(ObjectMeta {
-                        location: child,
-                        last_modified: system_time_to_utc(info.modified),
-                        size: info.len,
-                        e_tag: None,
-                        version: None,
-                    });
+                    out.push(object_meta(child, self.fs.stat(&p)?));
                 }
             }
         }
@@ -363,13 +340,7 @@ impl Shared {
                 result.common_prefixes.push(child);
             } else {
                 let info = self.fs.stat(&dir.join(&name))?;
-                result.objects.push(ObjectMeta {
-                    location: child,
-                    last_modified: system_time_to_utc(info.modified),
-                    size: info.len,
-                    e_tag: None,
-                    version: None,
-                });
+                result.objects.push(object_meta(child, info));
             }
         }
         Ok(result)
@@ -442,12 +413,10 @@ impl ObjectStore for LocalStore {
         .await?
         .map_err(|e| to_store_error(location, e))?;
         let size = data.len() as u64;
+        // The size of the bytes read, which a concurrent replace cannot make disagree.
         let meta = ObjectMeta {
-            location: location.clone(),
-            last_modified: system_time_to_utc(info.modified),
             size,
-            e_tag: None,
-            version: None,
+            ..object_meta(location.clone(), info)
         };
         let bytes = Bytes::from(data);
         Ok(GetResult {

@@ -13,8 +13,8 @@
 //!   random subset of the unsynced directory changes and a random prefix of unsynced file data
 //!   (torn writes), like a file system that wrote some of its dirty state before dying.
 //!
-//! Used by the reliability suite (`tests/power_loss.rs`) through
-//! [`crate::Store::simulated`].
+//! Used by the reliability suite (`tests/power_loss.rs`) through [`crate::Store::on_fs`].
+//! Compiled only with the `testing` feature: production builds do not carry it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use super::fs::{FileInfo, Fs};
+use super::splitmix64::SplitMix64;
 
 /// What survives a simulated power loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,21 +99,20 @@ fn not_found(p: &Path) -> io::Error {
     )
 }
 
-/// A small deterministic generator (splitmix64), so crash states are reproducible.
-struct Rng(u64);
+fn not_a_directory(p: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotADirectory,
+        format!("{} is not a directory", p.display()),
+    )
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+fn is_a_directory(p: &Path) -> io::Error {
+    io::Error::other(format!("{} is a directory", p.display()))
+}
 
-    fn coin(&mut self) -> bool {
-        self.next() & 1 == 1
-    }
+/// A fair coin from `rng`.
+fn coin(rng: &mut SplitMix64) -> bool {
+    rng.next_u64() & 1 == 1
 }
 
 impl State {
@@ -158,10 +158,7 @@ impl State {
         let mut node = Node::Dir(ROOT);
         for name in Self::components(path)? {
             let Node::Dir(d) = node else {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotADirectory,
-                    format!("{} is not a directory", path.display()),
-                ));
+                return Err(not_a_directory(path));
             };
             match self.dirs[&d].entries.get(&name) {
                 Some(n) => node = *n,
@@ -181,20 +178,45 @@ impl State {
         let parent = path.parent().unwrap_or(Path::new("/"));
         match self.lookup(parent)? {
             Some(Node::Dir(d)) => Ok((d, name)),
-            Some(Node::File(_)) => Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", parent.display()),
-            )),
+            Some(Node::File(_)) => Err(not_a_directory(parent)),
             None => Err(not_found(parent)),
         }
+    }
+
+    /// The parent directory id and the final name of `path`, which must not exist yet
+    /// (`AlreadyExists`).
+    fn vacant(&self, path: &Path) -> io::Result<(u64, String)> {
+        let (dir, name) = self.parent_of(path)?;
+        if self.dirs[&dir].entries.contains_key(&name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
+        }
+        Ok((dir, name))
+    }
+
+    /// Names `node` `name` in directory `dir`, replacing any entry of that name. The entry
+    /// is durable only after a `sync_dir` of `dir`.
+    fn link(&mut self, dir: u64, name: String, node: Node) {
+        self.dirs
+            .get_mut(&dir)
+            .expect("parent")
+            .entries
+            .insert(name, node);
+    }
+
+    fn new_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
     }
 
     fn new_file(&mut self, data: &[u8], sync: bool) -> io::Result<u64> {
         if sync {
             self.persistence_point()?;
         }
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.new_id();
         self.files.insert(
             id,
             File {
@@ -243,7 +265,8 @@ impl SimFs {
         s.dead = true;
         let mut state = s.clone();
         drop(s);
-        let mut rng = Rng(match mode {
+        // Seeded, so that a crash state is reproducible.
+        let mut rng = SplitMix64::new(match mode {
             CrashMode::DropUnsynced => 0,
             CrashMode::Random(seed) => seed,
         });
@@ -264,7 +287,7 @@ impl SimFs {
             for name in names {
                 let now = dir.entries.get(&name).copied();
                 let then = dir.synced.get(&name).copied();
-                let pick = if now == then || !random || !rng.coin() {
+                let pick = if now == then || !random || !coin(&mut rng) {
                     then
                 } else {
                     now
@@ -282,10 +305,10 @@ impl SimFs {
             let f = state.files.get_mut(&id).expect("listed");
             let data = match &f.synced {
                 Some(d) if *d == f.data => d.clone(),
-                Some(d) if !random || rng.coin() => d.clone(),
+                Some(d) if !random || coin(&mut rng) => d.clone(),
                 None if !random => Vec::new(),
                 _ => {
-                    let cut = (rng.next() % (f.data.len() as u64 + 1)) as usize;
+                    let cut = (rng.next_u64() % (f.data.len() as u64 + 1)) as usize;
                     f.data[..cut].to_vec()
                 }
             };
@@ -305,19 +328,9 @@ impl Fs for SimFs {
     fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
         let mut s = self.lock();
         s.check_alive()?;
-        let (dir, name) = s.parent_of(path)?;
-        if s.dirs[&dir].entries.contains_key(&name) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{} exists", path.display()),
-            ));
-        }
+        let (dir, name) = s.vacant(path)?;
         let id = s.new_file(data, sync)?;
-        s.dirs
-            .get_mut(&dir)
-            .expect("parent")
-            .entries
-            .insert(name, Node::File(id));
+        s.link(dir, name, Node::File(id));
         Ok(())
     }
 
@@ -326,38 +339,20 @@ impl Fs for SimFs {
         s.check_alive()?;
         let (dir, name) = s.parent_of(path)?;
         if let Some(Node::Dir(_)) = s.dirs[&dir].entries.get(&name) {
-            return Err(io::Error::other(format!(
-                "{} is a directory",
-                path.display()
-            )));
+            return Err(is_a_directory(path));
         }
         let id = s.new_file(data, sync)?;
-        s.dirs
-            .get_mut(&dir)
-            .expect("parent")
-            .entries
-            .insert(name, Node::File(id));
+        s.link(dir, name, Node::File(id));
         Ok(())
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         let mut s = self.lock();
         s.check_alive()?;
-        let (dir, name) = s.parent_of(path)?;
-        if s.dirs[&dir].entries.contains_key(&name) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{} exists", path.display()),
-            ));
-        }
-        let id = s.next_id;
-        s.next_id += 1;
+        let (dir, name) = s.vacant(path)?;
+        let id = s.new_id();
         s.dirs.insert(id, Dir::default());
-        s.dirs
-            .get_mut(&dir)
-            .expect("parent")
-            .entries
-            .insert(name, Node::Dir(id));
+        s.link(dir, name, Node::Dir(id));
         Ok(())
     }
 
@@ -378,10 +373,7 @@ impl Fs for SimFs {
         s.check_alive()?;
         match s.lookup(path)? {
             Some(Node::File(f)) => Ok(s.files[&f].data.clone()),
-            Some(Node::Dir(_)) => Err(io::Error::other(format!(
-                "{} is a directory",
-                path.display()
-            ))),
+            Some(Node::Dir(_)) => Err(is_a_directory(path)),
             None => Err(not_found(path)),
         }
     }
@@ -413,10 +405,7 @@ impl Fs for SimFs {
                 .iter()
                 .map(|(n, node)| (n.clone(), matches!(node, Node::Dir(_))))
                 .collect()),
-            Some(Node::File(_)) => Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", path.display()),
-            )),
+            Some(Node::File(_)) => Err(not_a_directory(path)),
             None => Err(not_found(path)),
         }
     }

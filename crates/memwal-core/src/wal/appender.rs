@@ -228,7 +228,7 @@ impl WalAppender {
                     if let Some(fence) = self.successor_fence().await {
                         return Err(fence);
                     }
-                    if crate::store::local::is_sync_failure(&e) {
+                    if crate::store::is_sync_failure(&e) {
                         // fsyncgate: after a failed sync the kernel may have dropped the dirty
                         // pages, so a later "successful" retry proves nothing. Stop here.
                         return Err(Error::persistence_failure(
