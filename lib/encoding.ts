@@ -195,5 +195,5 @@ export function schemaBytes(schema: unknown): Uint8Array {
   if (!(schema instanceof Schema)) {
     throw new InvalidArgumentError(`options.schema must be an apache-arrow Schema, got ${describe(schema)}`)
   }
-  return tableToIPC(new Table(schema), 'stream')
+  return schemaMessage(schema)
 }

@@ -1,5 +1,7 @@
-// Options of the open calls, and their checks. Value ranges are checked by the core
-// (`WriterConfig::validate`).
+// Options of the open calls, and their checks. Each options interface has a table with one
+// entry per option, typed `Record<keyof Interface, OptionKind>`: an option added to the
+// interface does not compile until it has an entry, and the entry drives the unknown-key
+// check and the type check. Value ranges are checked by the core (`WriterConfig::validate`).
 
 import type { Schema } from 'apache-arrow'
 
@@ -78,23 +80,36 @@ export interface ShardWriterOptions {
   storage?: StorageOptions
 }
 
-const NUMBER_OPTIONS = [
-  'maxWalBufferSize',
-  'maxWalPersistRetries',
-  'walPersistRetryBaseDelayMs',
-  'maxMemtableSize',
-  'maxMemtableBatches',
-  'maxUnflushedMemtableBytes',
-] as const
-const BOOLEAN_OPTIONS = ['durableWrite', 'enableMemtable'] as const
-const KNOWN_OPTIONS = new Set<string>([
-  'schema',
-  'shardId',
-  'storage',
-  'maxWalFlushIntervalMs',
-  ...NUMBER_OPTIONS,
-  ...BOOLEAN_OPTIONS,
-])
+/**
+ * What an option's value must be: a JavaScript type (`'number or null'`: a number, or `null`
+ * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own.
+ */
+type OptionKind = 'schema' | 'storage' | 'string' | 'boolean' | 'number' | 'number or null'
+
+/** Every writer option, in the order the unknown-option message lists them. */
+const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
+  schema: 'schema',
+  shardId: 'string',
+  storage: 'storage',
+  maxWalFlushIntervalMs: 'number or null',
+  maxWalBufferSize: 'number',
+  maxWalPersistRetries: 'number',
+  walPersistRetryBaseDelayMs: 'number',
+  maxMemtableSize: 'number',
+  maxMemtableBatches: 'number',
+  maxUnflushedMemtableBytes: 'number',
+  durableWrite: 'boolean',
+  enableMemtable: 'boolean',
+}
+
+/** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */
+function rejectUnknownOptions(options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: ${known.join(', ')}`)
+    }
+  }
+}
 
 /**
  * Checks the options of `ShardWriter.open` and splits them into the binding's arguments: the
@@ -109,45 +124,30 @@ export function writerOptionsOf(options: unknown): {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
   }
+  rejectUnknownOptions(options, Object.keys(WRITER_OPTIONS))
   const o = options as Record<string, unknown>
-  for (const key of Object.keys(o)) {
-    if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: ${[...KNOWN_OPTIONS].join(', ')}`)
-    }
-  }
-  const native: NativeWriterOptions = {}
-  if (o.shardId !== undefined) {
-    requireString('options.shardId', o.shardId)
-    native.shardId = o.shardId
-  }
-  for (const key of BOOLEAN_OPTIONS) {
+  const native: Record<string, string | number | boolean> = {}
+  for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
     const v = o[key]
-    if (v === undefined) continue
-    if (typeof v !== 'boolean') {
-      throw new InvalidArgumentError(`invalid option ${key}: expected a boolean, got ${describe(v)}`)
+    if (v === undefined || kind === 'schema' || kind === 'storage') continue
+    if (kind === 'string') {
+      requireString(`options.${key}`, v)
+    } else if (v === null && kind === 'number or null') {
+      // maxWalFlushIntervalMs, the one such option: null switches the ticker off. napi reads a
+      // null field as an absent one, so the binding takes the switch as a flag of its own.
+      native.disableWalFlushInterval = true
+      continue
+    } else if (typeof v !== (kind === 'number or null' ? 'number' : kind)) {
+      throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describe(v)}`)
     }
-    native[key] = v
+    native[key] = v as string | number | boolean
   }
-  for (const key of NUMBER_OPTIONS) {
-    const v = o[key]
-    if (v === undefined) continue
-    if (typeof v !== 'number') {
-      throw new InvalidArgumentError(`invalid option ${key}: expected a number, got ${describe(v)}`)
-    }
-    native[key] = v
+  return {
+    schema: schemaBytes(o.schema),
+    // The table's kinds are the binding's field types; the binding checks them again.
+    native: native as NativeWriterOptions,
+    storage: storageOf('ShardWriter.open', o.storage),
   }
-  const interval = o.maxWalFlushIntervalMs
-  if (interval === null) {
-    native.disableWalFlushInterval = true
-  } else if (interval !== undefined) {
-    if (typeof interval !== 'number') {
-      throw new InvalidArgumentError(
-        `invalid option maxWalFlushIntervalMs: expected a number or null, got ${describe(interval)}`,
-      )
-    }
-    native.maxWalFlushIntervalMs = interval
-  }
-  return { schema: schemaBytes(o.schema), native, storage: storageOf('ShardWriter.open', o.storage) }
 }
 
 /** Options of {@link ShardReader.open} and {@link WalTailer.open}. */
@@ -162,6 +162,15 @@ export interface ShardOptions {
   storage?: StorageOptions
 }
 
+/**
+ * Every reader option, in the order the unknown-option message lists them (both are checked by
+ * hand below: the shard id is required).
+ */
+const SHARD_OPTIONS: Record<keyof ShardOptions, OptionKind> = {
+  shardId: 'string',
+  storage: 'storage',
+}
+
 /** Checks the options of `ShardReader.open` or `WalTailer.open` (`what`). */
 export function shardOptionsOf(
   what: string,
@@ -170,11 +179,7 @@ export function shardOptionsOf(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
   }
-  for (const key of Object.keys(options)) {
-    if (key !== 'shardId' && key !== 'storage') {
-      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: shardId, storage`)
-    }
-  }
+  rejectUnknownOptions(options, Object.keys(SHARD_OPTIONS))
   const o = options as { shardId?: unknown; storage?: unknown }
   requireString('options.shardId', o.shardId)
   return { shardId: o.shardId, storage: storageOf(what, o.storage) }

@@ -193,7 +193,14 @@ export interface StorageOptions {
   [key: string]: string | number | boolean | undefined
 }
 
-const STORAGE_OPTION_TYPES: Record<string, 'string' | 'boolean' | 'number'> = {
+/** The named fields of {@link StorageOptions}, without its index signature. */
+type NamedStorageOption = keyof { [K in keyof StorageOptions as string extends K ? never : K]: unknown }
+
+/**
+ * The type of each named storage option; any other key takes a string, number or boolean. The
+ * `satisfies` clause makes tsc fail on a named field that has no entry here.
+ */
+const STORAGE_OPTION_TYPES: Readonly<Record<string, 'string' | 'boolean' | 'number'>> = {
   region: 'string',
   endpoint: 'string',
   allowHttp: 'boolean',
@@ -204,7 +211,7 @@ const STORAGE_OPTION_TYPES: Record<string, 'string' | 'boolean' | 'number'> = {
   instanceCredentials: 'boolean',
   clientMaxRetries: 'number',
   clientRetryTimeout: 'number',
-}
+} satisfies Record<NamedStorageOption, 'string' | 'boolean' | 'number'>
 
 /** Type-checks storage options and turns their values into strings (core checks the keys). */
 export function storageOf(what: string, storage: unknown): Record<string, string> | undefined {
