@@ -7,7 +7,7 @@ import { NativeShardReader, NativeWalTailer } from '../native.js'
 import { InvalidArgumentError, call, describe } from './errors.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
-import { type ShardManifest, type WalEntry, manifestOf } from './types.js'
+import type { ShardManifest, WalEntry } from './types.js'
 
 /**
  * A read-only view of a shard: what a new writer would recover. It claims nothing and never
@@ -37,7 +37,7 @@ export class ShardReader {
 
   /** The latest manifest. */
   async manifest(): Promise<ShardManifest> {
-    return manifestOf(await call(() => this.#native.manifest()))
+    return call(() => this.#native.manifest())
   }
 }
 

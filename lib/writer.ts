@@ -14,16 +14,14 @@ import { type Encoded, type PutData, encode, encodedBytes } from './encoding.js'
 import { call, callSync } from './errors.js'
 import { type ShardWriterOptions, writerOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
-import {
-  type MemTableStats,
-  type OpenStats,
-  type PutNoWaitResult,
-  type ShardManifest,
-  type WalStats,
-  type WriteResult,
-  type WriteStats,
-  manifestOf,
-  writeResult,
+import type {
+  MemTableStats,
+  OpenStats,
+  PutNoWaitResult,
+  ShardManifest,
+  WalStats,
+  WriteResult,
+  WriteStats,
 } from './types.js'
 import { yieldIfDue } from './yield.js'
 
@@ -110,14 +108,12 @@ export class ShardWriter {
       if (!ticket.hasDurable) await yieldIfDue()
       else if (ticket.relayed) await awaitDurable(id)
       else await call(() => ticket.wait())
-      return writeResult(ticket.result)
+      return ticket.result
     }
-    return writeResult(
-      await call(() =>
-        e.kind === 'columns'
-          ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
-          : this.#native.put(e.bytes, e.rows, e.columns),
-      ),
+    return call(() =>
+      e.kind === 'columns'
+        ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
+        : this.#native.put(e.bytes, e.rows, e.columns),
     )
   }
 
@@ -157,7 +153,7 @@ export class ShardWriter {
       // Callers may ignore `durable`; its rejection must not crash the process.
       durable.catch(() => undefined)
     }
-    return { result: writeResult(ticket.result), durable }
+    return { result: ticket.result, durable }
   }
 
   /**
@@ -197,8 +193,7 @@ export class ShardWriter {
 
   /** The writer's view of its WAL. */
   async walStats(): Promise<WalStats> {
-    const s = callSync(() => this.#native.walStats())
-    return { ...s, fenceSentinelPosition: s.fenceSentinelPosition ?? null }
+    return callSync(() => this.#native.walStats())
   }
 
   /** Where {@link ShardWriter.open} spent its time: claiming the shard, then replaying the WAL. */
@@ -213,8 +208,7 @@ export class ShardWriter {
 
   /** The shard's latest manifest, read from the store. */
   async manifest(): Promise<ShardManifest | null> {
-    const m = await call(() => this.#native.manifest())
-    return m === null || m === undefined ? null : manifestOf(m)
+    return call(() => this.#native.manifest())
   }
 
   /**
