@@ -42,7 +42,7 @@ export declare class NativeShardReader {
   /** Every recoverable row, as one Arrow IPC stream. */
   scan(): Promise<Buffer>
   /** The latest manifest. */
-  manifest(): Promise<NativeManifest>
+  manifest(): Promise<ShardManifest>
 }
 
 /** The writer of one shard. See `ShardWriter` in `index.ts`. */
@@ -54,11 +54,11 @@ export declare class NativeShardWriter {
   /** The claimed epoch. */
   get epoch(): number
   /** Inserts the batches of an IPC stream; durable mode resolves once they are durable. */
-  put(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<NativeWriteResult>
+  put(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<WriteResult>
   /** Inserts and returns at once, with a ticket for durability. */
   putNoWait(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<NativeWriteTicket>
   /** Like `put`, with the batches sent as column buffers (see `columns.rs`). */
-  putColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteResult>
+  putColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<WriteResult>
   /** Like `putNoWait`, with the batches sent as column buffers. */
   putNoWaitColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteTicket>
   /**
@@ -85,15 +85,15 @@ export declare class NativeShardWriter {
   /** Fails with FENCED if another writer claimed the shard. */
   checkFenced(): Promise<void>
   /** MemTable statistics. */
-  memtableStats(): NativeMemTableStats
+  memtableStats(): MemTableStats
   /** WAL statistics. */
-  walStats(): NativeWalStats
+  walStats(): WalStats
   /** Where open spent its time. */
-  openStats(): NativeOpenStats
+  openStats(): OpenStats
   /** Write statistics. */
-  stats(): NativeWriteStats
+  stats(): WriteStats
   /** The latest manifest. */
-  manifest(): Promise<NativeManifest | null>
+  manifest(): Promise<ShardManifest | null>
   /** Every row the writer holds, as one Arrow IPC stream. */
   scan(): Promise<Buffer>
   /** Flushes everything and stops. */
@@ -115,7 +115,7 @@ export declare class NativeWalTailer {
 /** The in-memory result of `putNoWait` and the durability of its rows. */
 export declare class NativeWriteTicket {
   /** Where the rows went. */
-  get result(): NativeWriteResult
+  get result(): WriteResult
   /** True in durable mode: `wait()` resolves when the rows are durable. */
   get hasDurable(): boolean
   /**
@@ -127,47 +127,53 @@ export declare class NativeWriteTicket {
   wait(): Promise<void>
 }
 
-/** `[start, end)` batch positions. */
-export interface NativeBatchRange {
+/**
+ * Batch positions `[start, end)`.
+ *
+ * @inline
+ */
+export interface BatchRange {
+  /** First batch position of the put (inclusive). */
   start: number
+  /** One past the put's last batch position (exclusive). */
   end: number
 }
 
-export interface NativeFlushedGeneration {
+/** One flushed generation (an immutable Parquet file). */
+export interface FlushedGeneration {
+  /** Generation number (1 for the first MemTable of a shard). */
   generation: number
+  /** Directory relative to the shard directory; the data is `<path>/data.parquet`. */
   path: string
-  rows?: number
-  bytes?: number
+  /** Rows in the generation; `null` if the manifest does not record it. */
+  rows: number | null
+  /**
+   * Estimated in-memory bytes of its rows (not the Parquet file size, which is
+   * compressed); `null` if the manifest does not record it.
+   */
+  bytes: number | null
 }
 
-export interface NativeManifest {
-  shardId?: string
-  version: number
-  writerEpoch: number
-  replayAfterWalEntryPosition: number
-  walEntryPositionLastSeen: number
-  currentGeneration: number
-  flushedGenerations: Array<NativeFlushedGeneration>
-  writerId: string
-}
-
-export interface NativeMemTableStats {
+/** Statistics of the active MemTable and the frozen ones awaiting their generation flush. */
+export interface MemTableStats {
+  /** Generation of the active MemTable (the one its flush will produce). */
   generation: number
+  /** Rows in the active MemTable. */
   rowCount: number
+  /** Record batches in the active MemTable. */
   batchCount: number
+  /** Estimated in-memory bytes of the active MemTable; it freezes at `maxMemtableSize`. */
   estimatedSize: number
+  /** Batches of the active MemTable not yet in the WAL. */
   pendingWalBatchCount: number
+  /** Rows of the active MemTable not yet in the WAL. */
   pendingWalRowCount: number
+  /** Estimated bytes of the active MemTable not yet in the WAL. */
   pendingWalEstimatedBytes: number
+  /** Frozen MemTables waiting for their generation flush (still visible to `scan()`). */
   frozenMemtableCount: number
+  /** Estimated bytes of those frozen MemTables; counts towards `maxUnflushedMemtableBytes`. */
   frozenEstimatedBytes: number
-}
-
-export interface NativeOpenStats {
-  claimMs: number
-  replayMs: number
-  replayedEntries: number
-  replayedRows: number
 }
 
 /** One WAL entry. */
@@ -179,22 +185,10 @@ export interface NativeWalEntry {
   data?: Buffer
 }
 
-export interface NativeWalStats {
-  nextWalEntryPosition: number
-  fenceSentinelPosition?: number
-  entriesAppended: number
-  bytesAppended: number
-}
-
-/** Where a put's rows went. */
-export interface NativeWriteResult {
-  /** MemTable generation (`null` in WAL-only mode). */
-  generation?: number
-  /** Positions local to `generation` (writer-lifetime in WAL-only mode). */
-  batchPositions: NativeBatchRange
-}
-
-/** Options of `ShardWriter.open`, already type-checked by `index.ts`; values are checked here. */
+/**
+ * Options of `ShardWriter.open`, already type-checked by `lib/options.ts`; values are checked
+ * here.
+ */
 export interface NativeWriterOptions {
   shardId?: string
   durableWrite?: boolean
@@ -210,19 +204,96 @@ export interface NativeWriterOptions {
   maxUnflushedMemtableBytes?: number
 }
 
-export interface NativeWriteStats {
+/**
+ * Where {@link ShardWriter.open} spent its time. The claim ends once the previous writer is
+ * fenced (its next append fails); replay then rebuilds the MemTables from the WAL tail the
+ * previous writer left, so it grows with that tail.
+ */
+export interface OpenStats {
+  /**
+   * Milliseconds spent claiming the shard: the epoch CAS, finding the WAL tip, the fence
+   * sentinel.
+   */
+  claimMs: number
+  /** Milliseconds spent replaying the WAL tail into MemTables (0 in WAL-only mode). */
+  replayMs: number
+  /** WAL entries replayed, fence sentinels included. */
+  replayedEntries: number
+  /** Rows replayed. */
+  replayedRows: number
+}
+
+/** A shard manifest version. */
+export interface ShardManifest {
+  /** The shard id (a UUID); `null` if the manifest does not record one. */
+  shardId: string | null
+  /** Manifest version: 1 for the first, +1 for every commit. */
+  version: number
+  /** The fencing token: the epoch of the latest writer to claim the shard. */
+  writerEpoch: number
+  /** WAL entries at or below this position are in flushed generations. */
+  replayAfterWalEntryPosition: number
+  /** A hint of the WAL tip when the manifest was written; not authoritative. */
+  walEntryPositionLastSeen: number
+  /** The generation number the next flushed MemTable gets. */
+  currentGeneration: number
+  /** Flushed generations, oldest first. */
+  flushedGenerations: Array<FlushedGeneration>
+  /** Id of the writer handle that wrote this version. */
+  writerId: string
+}
+
+/** The writer's view of its WAL. */
+export interface WalStats {
+  /** Where the next WAL entry goes. */
+  nextWalEntryPosition: number
+  /** Where this writer's fence sentinel went (epoch ≥ 2). */
+  fenceSentinelPosition: number | null
+  /** WAL entries this writer appended. */
+  entriesAppended: number
+  /** Their encoded bytes. */
+  bytesAppended: number
+}
+
+/** Where a put's rows went. */
+export interface WriteResult {
+  /** The MemTable generation that accepted the rows; `null` in WAL-only mode. */
+  generation: number | null
+  /**
+   * Batch positions `[start, end)`, local to `generation` (the first put after a rotation
+   * is `0..1` again); writer-lifetime in WAL-only mode.
+   */
+  batchPositions: BatchRange
+}
+
+/** Write counters. `putsPerWalEntry` is the group-commit factor of durable puts. */
+export interface WriteStats {
+  /** Successful `put` and `putNoWait` calls. */
   putCount: number
+  /** Rows those calls inserted. */
   putRows: number
+  /** Milliseconds spent in the in-memory part of puts (validation, backpressure, insert). */
   putTimeMs: number
+  /** WAL entries appended (not counting the fence sentinel). */
   walFlushCount: number
+  /** Encoded bytes of those WAL entries. */
   walFlushBytes: number
+  /** Record batches in those WAL entries. */
   walFlushBatches: number
+  /** Milliseconds spent appending them (object-store puts, fsync included). */
   walFlushTimeMs: number
+  /** Durable-put completions reported (successes and failures). */
   durableRequests: number
+  /** Mean durable puts per WAL entry: the group-commit factor (grows with concurrency). */
   putsPerWalEntry: number
+  /** MemTable generations flushed as Parquet files. */
   memtableFlushCount: number
+  /** Rows in those generations. */
   memtableFlushRows: number
+  /** Milliseconds spent flushing generations. */
   memtableFlushTimeMs: number
+  /** Puts that waited for backpressure (see `maxUnflushedMemtableBytes`). */
   backpressureEvents: number
+  /** Total milliseconds puts waited for backpressure. */
   backpressureWaitMs: number
 }

@@ -1,5 +1,14 @@
 //! Plain JavaScript objects ↔ core types: options in, results and statistics out.
 //! Numbers cross as JS numbers (exact up to 2^53); sizes in bytes, durations in milliseconds.
+//!
+//! The result objects are declared once, here: napi-rs writes each one, with its doc comments,
+//! into `binding.d.ts` under its public name (`js_name`), and `lib/types.ts` re-exports those
+//! declarations as the API's types. So these doc comments are the TypeScript API's
+//! documentation: write them for JavaScript users (camelCase names, `null`, milliseconds).
+//! `use_nullable` makes an absent value `null` (typed `T | null`) rather than a missing key,
+//! the shape the API has always returned, so TypeScript passes the objects on unconverted.
+
+use std::time::Duration;
 
 use memwal_core::{
     BatchRange, FlushedGeneration, MemTableStats, OpenStats, ShardManifest, WalStats, WriteResult,
@@ -10,7 +19,8 @@ use uuid::Uuid;
 
 use crate::error::invalid;
 
-/// Options of `ShardWriter.open`, already type-checked by `index.ts`; values are checked here.
+/// Options of `ShardWriter.open`, already type-checked by `lib/options.ts`; values are checked
+/// here.
 #[napi(object)]
 #[derive(Default)]
 pub struct NativeWriterOptions {
@@ -95,10 +105,26 @@ impl NativeWriterOptions {
     }
 }
 
-/// `[start, end)` batch positions.
-#[napi(object, object_from_js = false)]
+/// A duration as JavaScript milliseconds.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Batch positions `[start, end)`.
+///
+/// @inline
+// `@inline` is for typedoc: the API docs show these fields inside `WriteResult`, the only
+// public type holding a range, so `BatchRange` needs no page (nor export) of its own.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "BatchRange"
+)]
 pub struct NativeBatchRange {
+    /// First batch position of the put (inclusive).
     pub start: f64,
+    /// One past the put's last batch position (exclusive).
     pub end: f64,
 }
 
@@ -112,11 +138,17 @@ impl From<BatchRange> for NativeBatchRange {
 }
 
 /// Where a put's rows went.
-#[napi(object, object_from_js = false)]
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "WriteResult"
+)]
 pub struct NativeWriteResult {
-    /// MemTable generation (`null` in WAL-only mode).
+    /// The MemTable generation that accepted the rows; `null` in WAL-only mode.
     pub generation: Option<f64>,
-    /// Positions local to `generation` (writer-lifetime in WAL-only mode).
+    /// Batch positions `[start, end)`, local to `generation` (the first put after a rotation
+    /// is `0..1` again); writer-lifetime in WAL-only mode.
     pub batch_positions: NativeBatchRange,
 }
 
@@ -129,16 +161,31 @@ impl From<WriteResult> for NativeWriteResult {
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// Statistics of the active MemTable and the frozen ones awaiting their generation flush.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "MemTableStats"
+)]
 pub struct NativeMemTableStats {
+    /// Generation of the active MemTable (the one its flush will produce).
     pub generation: f64,
+    /// Rows in the active MemTable.
     pub row_count: f64,
+    /// Record batches in the active MemTable.
     pub batch_count: f64,
+    /// Estimated in-memory bytes of the active MemTable; it freezes at `maxMemtableSize`.
     pub estimated_size: f64,
+    /// Batches of the active MemTable not yet in the WAL.
     pub pending_wal_batch_count: f64,
+    /// Rows of the active MemTable not yet in the WAL.
     pub pending_wal_row_count: f64,
+    /// Estimated bytes of the active MemTable not yet in the WAL.
     pub pending_wal_estimated_bytes: f64,
+    /// Frozen MemTables waiting for their generation flush (still visible to `scan()`).
     pub frozen_memtable_count: f64,
+    /// Estimated bytes of those frozen MemTables; counts towards `maxUnflushedMemtableBytes`.
     pub frozen_estimated_bytes: f64,
 }
 
@@ -158,11 +205,21 @@ impl From<MemTableStats> for NativeMemTableStats {
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// The writer's view of its WAL.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "WalStats"
+)]
 pub struct NativeWalStats {
+    /// Where the next WAL entry goes.
     pub next_wal_entry_position: f64,
+    /// Where this writer's fence sentinel went (epoch ≥ 2).
     pub fence_sentinel_position: Option<f64>,
+    /// WAL entries this writer appended.
     pub entries_appended: f64,
+    /// Their encoded bytes.
     pub bytes_appended: f64,
 }
 
@@ -177,46 +234,78 @@ impl From<WalStats> for NativeWalStats {
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// Where {@link ShardWriter.open} spent its time. The claim ends once the previous writer is
+/// fenced (its next append fails); replay then rebuilds the MemTables from the WAL tail the
+/// previous writer left, so it grows with that tail.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "OpenStats"
+)]
 pub struct NativeOpenStats {
+    /// Milliseconds spent claiming the shard: the epoch CAS, finding the WAL tip, the fence
+    /// sentinel.
     pub claim_ms: f64,
+    /// Milliseconds spent replaying the WAL tail into MemTables (0 in WAL-only mode).
     pub replay_ms: f64,
+    /// WAL entries replayed, fence sentinels included.
     pub replayed_entries: f64,
+    /// Rows replayed.
     pub replayed_rows: f64,
 }
 
 impl From<OpenStats> for NativeOpenStats {
     fn from(s: OpenStats) -> Self {
         NativeOpenStats {
-            claim_ms: s.claim.as_secs_f64() * 1000.0,
-            replay_ms: s.replay.as_secs_f64() * 1000.0,
+            claim_ms: ms(s.claim),
+            replay_ms: ms(s.replay),
             replayed_entries: s.replayed_entries as f64,
             replayed_rows: s.replayed_rows as f64,
         }
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// Write counters. `putsPerWalEntry` is the group-commit factor of durable puts.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "WriteStats"
+)]
 pub struct NativeWriteStats {
+    /// Successful `put` and `putNoWait` calls.
     pub put_count: f64,
+    /// Rows those calls inserted.
     pub put_rows: f64,
+    /// Milliseconds spent in the in-memory part of puts (validation, backpressure, insert).
     pub put_time_ms: f64,
+    /// WAL entries appended (not counting the fence sentinel).
     pub wal_flush_count: f64,
+    /// Encoded bytes of those WAL entries.
     pub wal_flush_bytes: f64,
+    /// Record batches in those WAL entries.
     pub wal_flush_batches: f64,
+    /// Milliseconds spent appending them (object-store puts, fsync included).
     pub wal_flush_time_ms: f64,
+    /// Durable-put completions reported (successes and failures).
     pub durable_requests: f64,
+    /// Mean durable puts per WAL entry: the group-commit factor (grows with concurrency).
     pub puts_per_wal_entry: f64,
+    /// MemTable generations flushed as Parquet files.
     pub memtable_flush_count: f64,
+    /// Rows in those generations.
     pub memtable_flush_rows: f64,
+    /// Milliseconds spent flushing generations.
     pub memtable_flush_time_ms: f64,
+    /// Puts that waited for backpressure (see `maxUnflushedMemtableBytes`).
     pub backpressure_events: f64,
+    /// Total milliseconds puts waited for backpressure.
     pub backpressure_wait_ms: f64,
 }
 
 impl From<WriteStats> for NativeWriteStats {
     fn from(s: WriteStats) -> Self {
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
         NativeWriteStats {
             put_count: s.put_count as f64,
             put_rows: s.put_rows as f64,
@@ -236,11 +325,22 @@ impl From<WriteStats> for NativeWriteStats {
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// One flushed generation (an immutable Parquet file).
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "FlushedGeneration"
+)]
 pub struct NativeFlushedGeneration {
+    /// Generation number (1 for the first MemTable of a shard).
     pub generation: f64,
+    /// Directory relative to the shard directory; the data is `<path>/data.parquet`.
     pub path: String,
+    /// Rows in the generation; `null` if the manifest does not record it.
     pub rows: Option<f64>,
+    /// Estimated in-memory bytes of its rows (not the Parquet file size, which is
+    /// compressed); `null` if the manifest does not record it.
     pub bytes: Option<f64>,
 }
 
@@ -255,15 +355,29 @@ impl From<&FlushedGeneration> for NativeFlushedGeneration {
     }
 }
 
-#[napi(object, object_from_js = false)]
+/// A shard manifest version.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "ShardManifest"
+)]
 pub struct NativeManifest {
+    /// The shard id (a UUID); `null` if the manifest does not record one.
     pub shard_id: Option<String>,
+    /// Manifest version: 1 for the first, +1 for every commit.
     pub version: f64,
+    /// The fencing token: the epoch of the latest writer to claim the shard.
     pub writer_epoch: f64,
+    /// WAL entries at or below this position are in flushed generations.
     pub replay_after_wal_entry_position: f64,
+    /// A hint of the WAL tip when the manifest was written; not authoritative.
     pub wal_entry_position_last_seen: f64,
+    /// The generation number the next flushed MemTable gets.
     pub current_generation: f64,
+    /// Flushed generations, oldest first.
     pub flushed_generations: Vec<NativeFlushedGeneration>,
+    /// Id of the writer handle that wrote this version.
     pub writer_id: String,
 }
 

@@ -1,0 +1,180 @@
+// The errors memwal throws, and the one place native errors become them.
+//
+// The binding (`crates/memwal-node/src/error.rs`) tags each message with its code and fence
+// reason, `[memwal:FENCED:PeerClaimedEpoch] …`. `translate` reads the tag, strips it, and builds
+// the matching MemWalError subclass with the native error as `cause`. Every native call goes
+// through `call` or `callSync`, so no other file catches a native error.
+
+/** Stable error codes. Branch on these, not on messages. */
+export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO'
+
+/**
+ * Why a writer was fenced: another writer claimed the shard (`PeerClaimedEpoch`), or this
+ * writer could not make its WAL durable (`PersistenceFailure`). Both are terminal for the
+ * writer; reopen the shard to replay its WAL.
+ */
+export type FenceReason = 'PeerClaimedEpoch' | 'PersistenceFailure'
+
+/**
+ * Every error memwal throws or rejects with. `code` is stable; `message` says what happened
+ * and what to do.
+ */
+export class MemWalError extends Error {
+  /** The stable error code. */
+  readonly code: MemWalErrorCode
+
+  /** @hidden */
+  constructor(code: MemWalErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'MemWalError'
+    this.code = code
+  }
+}
+
+/**
+ * The writer lost the shard (`fenceReason: 'PeerClaimedEpoch'`) or can no longer vouch for its
+ * WAL (`'PersistenceFailure'`). Every later call on the writer fails with the same error; open
+ * a new writer to take the shard over and replay the WAL.
+ */
+export class FencedError extends MemWalError {
+  /** Why the writer was fenced. */
+  readonly fenceReason: FenceReason
+
+  /** @hidden */
+  constructor(fenceReason: FenceReason, message: string, options?: { cause?: unknown }) {
+    super('FENCED', message, options)
+    this.name = 'FencedError'
+    this.fenceReason = fenceReason
+  }
+}
+
+/** A bad argument or option. Fix the call; nothing was written. */
+export class InvalidArgumentError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INVALID_ARGUMENT', message, options)
+    this.name = 'InvalidArgumentError'
+  }
+}
+
+/** The data's schema is not the shard's; the message names the differing field. */
+export class SchemaMismatchError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SCHEMA_MISMATCH', message, options)
+    this.name = 'SchemaMismatchError'
+  }
+}
+
+/** The handle was closed or aborted (or its background task stopped). Open a new one. */
+export class ClosedError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLOSED', message, options)
+    this.name = 'ClosedError'
+  }
+}
+
+/** Stored data could not be decoded; the message names the object. */
+export class CorruptError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CORRUPT', message, options)
+    this.name = 'CorruptError'
+  }
+}
+
+/** The object store failed; the message keeps the cause. Often transient. */
+export class IoError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('IO', message, options)
+    this.name = 'IoError'
+  }
+}
+
+/** The tag the binding's `error.rs` puts ahead of a message: code, then fence reason. */
+const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?\] /
+
+/** Node-API statuses that mean "an argument had the wrong type". */
+const ARGUMENT_STATUSES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'BigintExpected',
+  'DateExpected',
+  'ArrayBufferExpected',
+  'DetachableArraybufferExpected',
+])
+
+function errorOf(code: MemWalErrorCode, message: string, fenceReason: string | undefined, cause: unknown): MemWalError {
+  const options = { cause }
+  switch (code) {
+    case 'FENCED':
+      return new FencedError(fenceReason === 'PersistenceFailure' ? 'PersistenceFailure' : 'PeerClaimedEpoch', message, options)
+    case 'INVALID_ARGUMENT':
+      return new InvalidArgumentError(message, options)
+    case 'SCHEMA_MISMATCH':
+      return new SchemaMismatchError(message, options)
+    case 'CLOSED':
+      return new ClosedError(message, options)
+    case 'CORRUPT':
+      return new CorruptError(message, options)
+    case 'IO':
+      return new IoError(message, options)
+  }
+}
+
+/** The one place native errors become typed errors. */
+export function translate(e: unknown): unknown {
+  if (e instanceof MemWalError || !(e instanceof Error)) {
+    return e
+  }
+  const m = TAG.exec(e.message)
+  if (m !== null) {
+    return errorOf(m[1] as MemWalErrorCode, e.message.slice(m[0].length), m[2], e)
+  }
+  const status = (e as { code?: unknown }).code
+  if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {
+    return new InvalidArgumentError(e.message, { cause: e })
+  }
+  return new IoError(e.message, { cause: e })
+}
+
+/** Awaits a native call, rejecting with its error translated. */
+export async function call<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f()
+  } catch (e) {
+    throw translate(e)
+  }
+}
+
+/** Makes a synchronous native call, throwing its error translated. */
+export function callSync<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    throw translate(e)
+  }
+}
+
+/** A value as error messages name it: `null`, `an array`, an object's class, or a primitive's type and value. */
+export function describe(v: unknown): string {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  if (typeof v === 'object') return `an object (${(v as object).constructor?.name ?? 'Object'})`
+  return `${typeof v} ${String(v)}`
+}
+
+/** Throws an {@link InvalidArgumentError} naming `what` unless `v` is a string. */
+export function requireString(what: string, v: unknown): asserts v is string {
+  if (typeof v !== 'string') {
+    throw new InvalidArgumentError(`${what} expects a string, got ${describe(v)}`)
+  }
+}

@@ -1,0 +1,186 @@
+// Options of the open calls, and their checks. Each options interface has a table with one
+// entry per option, typed `Record<keyof Interface, OptionKind>`: an option added to the
+// interface does not compile until it has an entry, and the entry drives the unknown-key
+// check and the type check. Value ranges are checked by the core (`WriterConfig::validate`).
+
+import type { Schema } from 'apache-arrow'
+
+import type { NativeWriterOptions } from '../native.js'
+import { schemaBytes } from './encoding.js'
+import { InvalidArgumentError, describe, requireString } from './errors.js'
+import { type StorageOptions, storageOf } from './store.js'
+
+/** Options of {@link ShardWriter.open}. Sizes are bytes, durations milliseconds. */
+export interface ShardWriterOptions {
+  /** The shard's schema. Every put must match it (field names, types, nullability). */
+  schema: Schema
+  /**
+   * The shard to write (a UUID). Reopening an existing shard takes it over from its previous
+   * writer and replays its WAL.
+   * @defaultValue a new random UUID (a new shard)
+   */
+  shardId?: string
+  /**
+   * `true`: `put` resolves once its rows are in a persisted WAL entry. `false`: once they are in
+   * memory; the WAL is written by the ticker, the size trigger, `flush()` and `close()`.
+   * @defaultValue true
+   */
+  durableWrite?: boolean
+  /**
+   * `false` selects WAL-only mode: puts go to the WAL only (no scan, no generations, no replay);
+   * positions are writer-lifetime.
+   * @defaultValue true
+   */
+  enableMemtable?: boolean
+  /**
+   * Non-durable size trigger: a WAL append is queued each time this many bytes accumulate in
+   * the active MemTable. 0 disables it.
+   * @defaultValue 10485760 (10 MiB)
+   */
+  maxWalBufferSize?: number
+  /**
+   * Background ticker period: pending non-durable rows are appended to the WAL at least this
+   * often. `null` disables the ticker.
+   * @defaultValue 100
+   */
+  maxWalFlushIntervalMs?: number | null
+  /**
+   * Retries of a failing WAL put at the same position before the writer fences itself with
+   * `PersistenceFailure`.
+   * @defaultValue 3
+   */
+  maxWalPersistRetries?: number
+  /**
+   * Base of the exponential retry backoff (doubles per retry, capped at 5 s).
+   * @defaultValue 50
+   */
+  walPersistRetryBaseDelayMs?: number
+  /**
+   * Freeze the active MemTable (and flush it as a Parquet generation) at this estimated size.
+   * The estimate is of heap bytes, not data bytes: it counts each batch's fixed costs (about
+   * 1.3 KiB for a 1-row batch of three columns), so MemTables of small puts stay within it.
+   * @defaultValue 268435456 (256 MiB)
+   */
+  maxMemtableSize?: number
+  /**
+   * Batches a MemTable holds; it freezes when full. A single put may not carry more.
+   * @defaultValue 8000
+   */
+  maxMemtableBatches?: number
+  /**
+   * Backpressure: puts wait (never fail) while unflushed MemTables hold more than this.
+   * @defaultValue 1073741824 (1 GiB)
+   */
+  maxUnflushedMemtableBytes?: number
+  /**
+   * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
+   * region, endpoint, credentials… See {@link StorageOptions}.
+   * @defaultValue none (configuration from the environment)
+   */
+  storage?: StorageOptions
+}
+
+/**
+ * What an option's value must be: a JavaScript type (`'number or null'`: a number, or `null`
+ * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own.
+ */
+type OptionKind = 'schema' | 'storage' | 'string' | 'boolean' | 'number' | 'number or null'
+
+/** Every writer option, in the order the unknown-option message lists them. */
+const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
+  schema: 'schema',
+  shardId: 'string',
+  storage: 'storage',
+  maxWalFlushIntervalMs: 'number or null',
+  maxWalBufferSize: 'number',
+  maxWalPersistRetries: 'number',
+  walPersistRetryBaseDelayMs: 'number',
+  maxMemtableSize: 'number',
+  maxMemtableBatches: 'number',
+  maxUnflushedMemtableBytes: 'number',
+  durableWrite: 'boolean',
+  enableMemtable: 'boolean',
+}
+
+/** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */
+function rejectUnknownOptions(options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: ${known.join(', ')}`)
+    }
+  }
+}
+
+/**
+ * Checks the options of `ShardWriter.open` and splits them into the binding's arguments: the
+ * schema as IPC bytes, the options the binding takes under the same names, and the storage
+ * options as strings.
+ */
+export function writerOptionsOf(options: unknown): {
+  schema: Uint8Array
+  native: NativeWriterOptions
+  storage: Record<string, string> | undefined
+} {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
+  }
+  rejectUnknownOptions(options, Object.keys(WRITER_OPTIONS))
+  const o = options as Record<string, unknown>
+  const native: Record<string, string | number | boolean> = {}
+  for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
+    const v = o[key]
+    if (v === undefined || kind === 'schema' || kind === 'storage') continue
+    if (kind === 'string') {
+      requireString(`options.${key}`, v)
+    } else if (v === null && kind === 'number or null') {
+      // maxWalFlushIntervalMs, the one such option: null switches the ticker off. napi reads a
+      // null field as an absent one, so the binding takes the switch as a flag of its own.
+      native.disableWalFlushInterval = true
+      continue
+    } else if (typeof v !== (kind === 'number or null' ? 'number' : kind)) {
+      throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describe(v)}`)
+    }
+    native[key] = v as string | number | boolean
+  }
+  return {
+    schema: schemaBytes(o.schema),
+    // The table's kinds are the binding's field types; the binding checks them again.
+    native: native as NativeWriterOptions,
+    storage: storageOf('ShardWriter.open', o.storage),
+  }
+}
+
+/** Options of {@link ShardReader.open} and {@link WalTailer.open}. */
+export interface ShardOptions {
+  /** The shard to read. */
+  shardId: string
+  /**
+   * Options of an object store location given as a string (`s3://`, `gs://`, `az://`). See
+   * {@link StorageOptions}.
+   * @defaultValue none (configuration from the environment)
+   */
+  storage?: StorageOptions
+}
+
+/**
+ * Every reader option, in the order the unknown-option message lists them (both are checked by
+ * hand below: the shard id is required).
+ */
+const SHARD_OPTIONS: Record<keyof ShardOptions, OptionKind> = {
+  shardId: 'string',
+  storage: 'storage',
+}
+
+/** Checks the options of `ShardReader.open` or `WalTailer.open` (`what`). */
+export function shardOptionsOf(
+  what: string,
+  options: unknown,
+): { shardId: string; storage: Record<string, string> | undefined } {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
+  }
+  rejectUnknownOptions(options, Object.keys(SHARD_OPTIONS))
+  const o = options as { shardId?: unknown; storage?: unknown }
+  requireString('options.shardId', o.shardId)
+  return { shardId: o.shardId, storage: storageOf(what, o.storage) }
+}

@@ -1,0 +1,78 @@
+// The read-only handles: ShardReader (what a new writer would recover) and WalTailer (WAL
+// entries by position, for change-data capture). Neither claims the shard or writes.
+
+import { type Table, tableFromIPC } from 'apache-arrow'
+
+import { NativeShardReader, NativeWalTailer } from '../native.js'
+import { InvalidArgumentError, call, describe } from './errors.js'
+import { type ShardOptions, shardOptionsOf } from './options.js'
+import { type Location, nativeStore } from './store.js'
+import type { ShardManifest, WalEntry } from './types.js'
+
+/**
+ * A read-only view of a shard: what a new writer would recover. It claims nothing and never
+ * writes.
+ */
+export class ShardReader {
+  readonly #native: NativeShardReader
+
+  private constructor(native: NativeShardReader) {
+    this.#native = native
+  }
+
+  /**
+   * Opens a shard for reading.
+   * @throws {InvalidArgumentError} if there is no such shard at the location
+   */
+  static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
+    const { shardId, storage } = shardOptionsOf('ShardReader.open', options)
+    const store = nativeStore(location, storage)
+    return new ShardReader(await call(() => NativeShardReader.open(store, shardId)))
+  }
+
+  /** Every recoverable row: the flushed generations, then the WAL after the replay cursor. */
+  async scan(): Promise<Table> {
+    return tableFromIPC(await call(() => this.#native.scan()))
+  }
+
+  /** The latest manifest. */
+  async manifest(): Promise<ShardManifest> {
+    return call(() => this.#native.manifest())
+  }
+}
+
+/** Reads a shard's WAL entries by position, for change-data capture. Never writes. */
+export class WalTailer {
+  readonly #native: NativeWalTailer
+
+  private constructor(native: NativeWalTailer) {
+    this.#native = native
+  }
+
+  /** A tailer over a shard's WAL. */
+  static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
+    const { shardId, storage } = shardOptionsOf('WalTailer.open', options)
+    const store = nativeStore(location, storage)
+    return new WalTailer(await call(() => NativeWalTailer.open(store, shardId)))
+  }
+
+  /** The first position with no entry; every position below it holds one. */
+  async nextPosition(): Promise<number> {
+    return call(() => this.#native.nextPosition())
+  }
+
+  /** The entry at `position` (≥ 1), or `null` if there is none. */
+  async read(position: number): Promise<WalEntry | null> {
+    if (typeof position !== 'number') {
+      throw new InvalidArgumentError(`read(position) expects a number, got ${describe(position)}`)
+    }
+    const e = await call(() => this.#native.read(position))
+    if (e === null || e === undefined) return null
+    return {
+      position: e.position,
+      writerEpoch: e.writerEpoch,
+      isSentinel: e.isSentinel,
+      table: e.data === null || e.data === undefined ? null : tableFromIPC(e.data),
+    }
+  }
+}

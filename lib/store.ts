@@ -1,0 +1,261 @@
+// Object stores: where shards live. `ObjectStore` wraps the binding's store handle;
+// `StorageOptions` configure a cloud location and are type-checked here, before the binding
+// checks their keys; `nativeStore` turns any `Location` into the handle the binding opens
+// shards on.
+
+import { NativeObjectStore } from '../native.js'
+import { InvalidArgumentError, call, callSync, describe, requireString } from './errors.js'
+
+/** Test hooks that make the WAL's object store misbehave. All faults are off by default. */
+export class StoreFaults {
+  readonly #native: NativeObjectStore
+
+  /** @hidden */
+  constructor(native: NativeObjectStore) {
+    this.#native = native
+  }
+
+  /**
+   * Fail the next `n` WAL-entry puts with a transient error; `Infinity` fails every WAL put
+   * until {@link StoreFaults.recover}.
+   */
+  failWalPuts(n: number): void {
+    if (typeof n !== 'number') {
+      throw new InvalidArgumentError(`failWalPuts(n) expects a number (a count or Infinity), got ${describe(n)}`)
+    }
+    callSync(() => this.#native.failWalPuts(n))
+  }
+
+  /** When on, a failing WAL put lands in the store before its error is returned. */
+  setLostAck(on: boolean): void {
+    if (typeof on !== 'boolean') {
+      throw new InvalidArgumentError(`setLostAck(on) expects a boolean, got ${describe(on)}`)
+    }
+    callSync(() => this.#native.setLostAck(on))
+  }
+
+  /** Switches every fault off. */
+  recover(): void {
+    callSync(() => this.#native.recover())
+  }
+
+  /** WAL-entry puts attempted through this store so far (failed or not). */
+  walPutAttempts(): number {
+    return callSync(() => this.#native.walPutAttempts())
+  }
+}
+
+/**
+ * The native handle of each ObjectStore. A WeakMap rather than a getter, so the handle stays
+ * out of the public class (its `#native` field is unreachable from the other files).
+ */
+const storeNatives = new WeakMap<ObjectStore, NativeObjectStore>()
+
+/**
+ * Where shards live: a local directory (fsync on), an in-memory store, or a URI.
+ *
+ * @example
+ * ```ts
+ * const store = ObjectStore.local('./data')
+ * const shared = ObjectStore.fromUri('memory://tests') // same objects for every open in this process
+ * ```
+ */
+export class ObjectStore {
+  /** Fault injection for tests (shared by every handle on the same store). */
+  readonly faults: StoreFaults
+  readonly #native: NativeObjectStore
+
+  private constructor(native: NativeObjectStore) {
+    this.#native = native
+    this.faults = new StoreFaults(native)
+    storeNatives.set(this, native)
+  }
+
+  /**
+   * A local directory. Files and directories are fsynced before a write is acknowledged. The
+   * directory is created on the first write.
+   *
+   * @throws {InvalidArgumentError} if the path is empty or names a file.
+   */
+  static local(dir: string): ObjectStore {
+    requireString('ObjectStore.local(dir)', dir)
+    return new ObjectStore(callSync(() => NativeObjectStore.local(dir)))
+  }
+
+  /** A fresh, private in-memory store (nothing survives the process). */
+  static memory(): ObjectStore {
+    return new ObjectStore(callSync(() => NativeObjectStore.memory()))
+  }
+
+  /**
+   * A store from a location string: `file:///abs/path` or a plain path (local directory),
+   * `memory://NAME` (an in-process store shared by every open that uses the same name), or an
+   * object store: `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`.
+   *
+   * Object stores take their configuration from `storage` and from the environment (for S3
+   * the usual `AWS_*` variables); `storage` wins. Nothing is contacted until the store is used.
+   *
+   * @param uri - the location
+   * @param storage - options of an object store location (see {@link StorageOptions})
+   * @returns the store
+   * @throws {InvalidArgumentError} for an empty location, an unsupported scheme, an unknown
+   * storage option or a value of the wrong type, missing credentials, or storage options
+   * given for a local or in-memory location
+   *
+   * @example
+   * ```ts
+   * const store = ObjectStore.fromUri('s3://my-bucket/events', { region: 'eu-west-1' })
+   * const writer = await ShardWriter.open(store, { schema })
+   * ```
+   */
+  static fromUri(uri: string, storage?: StorageOptions): ObjectStore {
+    requireString('ObjectStore.fromUri(uri)', uri)
+    const options = storageOf('ObjectStore.fromUri(uri, storage)', storage)
+    return new ObjectStore(callSync(() => NativeObjectStore.fromUri(uri, options)))
+  }
+
+  /** Where the store lives. */
+  get location(): string {
+    return this.#native.location
+  }
+
+  /** Ids of the shards present in this store. */
+  async listShards(): Promise<string[]> {
+    return call(() => this.#native.listShards())
+  }
+}
+
+/** A location: a path or URI string, or an {@link ObjectStore}. */
+export type Location = string | ObjectStore
+/**
+ * Options of an object store location (`s3://`, `gs://`, `az://`), as the `storage` option of
+ * {@link ShardWriter.open}, {@link ShardReader.open} and {@link WalTailer.open}, or the second
+ * argument of {@link ObjectStore.fromUri}. They override the environment.
+ *
+ * The named fields are the common S3 ones. Every other
+ * [object_store](https://docs.rs/object_store) configuration key of the location's store is
+ * accepted too, in camelCase or snake_case (S3: `AmazonS3ConfigKey`, e.g. `checksumAlgorithm`;
+ * GCS: `GoogleConfigKey`, e.g. `serviceAccount`, `serviceAccountKey`; Azure:
+ * `AzureConfigKey`, e.g. `accountName`, `accessKey`, `sasKey`). Values are strings, numbers or
+ * booleans; an unknown key is an {@link InvalidArgumentError}.
+ *
+ * Credentials must come from somewhere explicit: these options, or the environment (for S3
+ * `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_WEB_IDENTITY_TOKEN_FILE` or the container
+ * credentials variables; for GCS `GOOGLE_SERVICE_ACCOUNT` or gcloud's application-default
+ * credentials; for Azure `AZURE_STORAGE_ACCOUNT_KEY` and the like). To use the machine's role
+ * from the cloud's metadata service (an EC2 instance profile, a GCE service account, an Azure
+ * managed identity), set `instanceCredentials: true`; without credentials and without it,
+ * opening fails at once.
+ */
+export interface StorageOptions {
+  /** The bucket's AWS region, e.g. `us-east-1` (environment: `AWS_REGION`). */
+  region?: string
+  /**
+   * The endpoint URL, for S3-compatible stores (MinIO, R2, a test server), e.g.
+   * `http://127.0.0.1:9000` (environment: `AWS_ENDPOINT`).
+   * @defaultValue the AWS endpoint of the region
+   */
+  endpoint?: string
+  /**
+   * Allow a plain `http://` endpoint.
+   * @defaultValue false
+   */
+  allowHttp?: boolean
+  /** Access key id (environment: `AWS_ACCESS_KEY_ID`). */
+  accessKeyId?: string
+  /** Secret access key (environment: `AWS_SECRET_ACCESS_KEY`). */
+  secretAccessKey?: string
+  /** Session token of temporary credentials (environment: `AWS_SESSION_TOKEN`). */
+  sessionToken?: string
+  /**
+   * `true`: address the bucket as `https://bucket.endpoint/` (virtual-hosted style);
+   * `false`: as `https://endpoint/bucket/` (path style, what most S3-compatible servers want).
+   * @defaultValue false
+   */
+  virtualHostedStyleRequest?: boolean
+  /**
+   * Use the machine's credentials from the cloud's metadata service when none are configured.
+   * @defaultValue false (no credentials is an error)
+   */
+  instanceCredentials?: boolean
+  /**
+   * Retries of one failed request (5xx, throttling, a reset connection) inside the object
+   * store client, before memwal's own WAL retries (`maxWalPersistRetries`) see the failure.
+   * @defaultValue 10
+   */
+  clientMaxRetries?: number
+  /**
+   * Seconds after which the client stops retrying one request.
+   * @defaultValue 180
+   */
+  clientRetryTimeout?: number
+  /** Any other object_store configuration key of the location's store. */
+  [key: string]: string | number | boolean | undefined
+}
+
+/** The named fields of {@link StorageOptions}, without its index signature. */
+type NamedStorageOption = keyof { [K in keyof StorageOptions as string extends K ? never : K]: unknown }
+
+/**
+ * The type of each named storage option; any other key takes a string, number or boolean. The
+ * `satisfies` clause makes tsc fail on a named field that has no entry here.
+ */
+const STORAGE_OPTION_TYPES: Readonly<Record<string, 'string' | 'boolean' | 'number'>> = {
+  region: 'string',
+  endpoint: 'string',
+  allowHttp: 'boolean',
+  accessKeyId: 'string',
+  secretAccessKey: 'string',
+  sessionToken: 'string',
+  virtualHostedStyleRequest: 'boolean',
+  instanceCredentials: 'boolean',
+  clientMaxRetries: 'number',
+  clientRetryTimeout: 'number',
+} satisfies Record<NamedStorageOption, 'string' | 'boolean' | 'number'>
+
+/** Type-checks storage options and turns their values into strings (core checks the keys). */
+export function storageOf(what: string, storage: unknown): Record<string, string> | undefined {
+  if (storage === undefined) return undefined
+  if (typeof storage !== 'object' || storage === null || Array.isArray(storage)) {
+    throw new InvalidArgumentError(`${what}: storage must be an object of options, got ${describe(storage)}`)
+  }
+  const out: Record<string, string> = {}
+  for (const [key, v] of Object.entries(storage)) {
+    if (v === undefined) continue
+    const expected = STORAGE_OPTION_TYPES[key]
+    const ok =
+      expected === undefined
+        ? typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))
+        : typeof v === expected && (expected !== 'number' || Number.isFinite(v))
+    if (!ok) {
+      throw new InvalidArgumentError(
+        `invalid storage option ${key}: expected ${expected === undefined ? 'a string, number or boolean' : `a ${expected}`}, got ${describe(v)}`,
+      )
+    }
+    out[key] = String(v)
+  }
+  return out
+}
+
+/**
+ * The binding's store for a location: an ObjectStore's own handle, or a new one opened from a
+ * path or URI with `storage` (storage options given with an ObjectStore are an error: the store
+ * was configured when it was made).
+ */
+export function nativeStore(location: Location, storage?: Record<string, string>): NativeObjectStore {
+  if (location instanceof ObjectStore) {
+    if (storage !== undefined) {
+      throw new InvalidArgumentError(
+        'storage options belong to the ObjectStore: pass them to ObjectStore.fromUri(uri, storage), or pass the URI string as the location',
+      )
+    }
+    const n = storeNatives.get(location)
+    if (n !== undefined) return n
+  }
+  if (typeof location === 'string') {
+    return callSync(() => NativeObjectStore.fromUri(location, storage))
+  }
+  throw new InvalidArgumentError(
+    `location must be a path, a URI (file:///abs/path, memory://NAME, s3://bucket/prefix) or an ObjectStore, got ${describe(location)}`,
+  )
+}

@@ -1,0 +1,248 @@
+// ShardWriter: the one writer of a shard. Each method checks its arguments, makes one native
+// call through `call`/`callSync` (typed errors), and converts Arrow data at the edge.
+//
+// `put` tries the synchronous insert first (`#tryInsert`, small puts: two thread hops cheaper)
+// and falls back to the binding's async put for large puts or when backpressure would wait. A
+// synchronous durable insert waits in the durable registry (./durable.ts) when the binding
+// relays its acknowledgement, else on its ticket.
+
+import { type Table, tableFromIPC } from 'apache-arrow'
+
+import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
+import { awaitDurable, newDurableId, settleDurable } from './durable.js'
+import { type Encoded, type PutData, encode, encodedBytes } from './encoding.js'
+import { call, callSync } from './errors.js'
+import { type ShardWriterOptions, writerOptionsOf } from './options.js'
+import { type Location, nativeStore } from './store.js'
+import type {
+  MemTableStats,
+  OpenStats,
+  PutNoWaitResult,
+  ShardManifest,
+  WalStats,
+  WriteResult,
+  WriteStats,
+} from './types.js'
+import { yieldIfDue } from './yield.js'
+
+/**
+ * Puts up to this many bytes are decoded and inserted on the JavaScript thread (a few
+ * microseconds); larger ones are decoded off the event loop.
+ */
+const SYNC_INSERT_LIMIT = 256 * 1024
+
+/**
+ * The one writer of a shard.
+ *
+ * Opening claims the shard (a higher epoch), fences any previous writer, and replays its WAL.
+ * Methods may be called concurrently: concurrent durable puts share WAL entries (group commit).
+ *
+ * @example
+ * ```ts
+ * const w = await ShardWriter.open('./data', { schema })
+ * try {
+ *   await w.put(tableFromArrays({ id: Int32Array.from([1, 2]) }))
+ *   console.log((await w.scan()).numRows)
+ * } finally {
+ *   await w.close()
+ * }
+ * ```
+ */
+export class ShardWriter {
+  readonly #native: NativeShardWriter
+
+  private constructor(native: NativeShardWriter) {
+    this.#native = native
+    callSync(() => native.relayDurable(settleDurable))
+  }
+
+  /**
+   * Opens the writer of a shard: claims the next epoch, fences the previous writer (its next
+   * WAL append fails), replays the WAL, and starts the background tasks.
+   *
+   * @param location - a local path, `file:///abs/path`, `memory://NAME`, an object store URI
+   * (`s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`; see `storage`), or an
+   * {@link ObjectStore}
+   * @param options - the schema (required) and configuration
+   * @returns the open writer
+   * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative), a
+   * bad storage option or missing credentials, or an object store without conditional writes
+   * (put-if-not-exists), which cannot fence a stale writer
+   * @throws {SchemaMismatchError} if the shard was written with another schema
+   * @throws {FencedError} if another writer claimed the shard at the same time
+   * @throws {CorruptError} if a manifest or WAL entry cannot be decoded
+   * @throws {IoError} if the store fails (e.g. a read-only directory)
+   */
+  static async open(location: Location, options: ShardWriterOptions): Promise<ShardWriter> {
+    const { schema, native, storage } = writerOptionsOf(options)
+    const store = nativeStore(location, storage)
+    return new ShardWriter(await call(() => NativeShardWriter.open(store, schema, native)))
+  }
+
+  /** The shard id (a UUID). Pass it as `shardId` to reopen the shard. */
+  get shardId(): string {
+    return this.#native.shardId
+  }
+
+  /** The epoch this writer claimed (higher than every previous writer's). */
+  get epoch(): number {
+    return this.#native.epoch
+  }
+
+  /**
+   * Inserts rows atomically. In durable mode it resolves only once the WAL entry holding
+   * exactly these rows is persisted; in non-durable mode, once they are in memory.
+   *
+   * @param data - a Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
+   * @returns the generation and the generation-local batch positions
+   * @throws {InvalidArgumentError} for empty input, an empty batch, or bad bytes
+   * @throws {SchemaMismatchError} if the data's schema is not the shard's
+   * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
+   * @throws {ClosedError} after `close()`/`abort()`
+   */
+  async put(data: PutData): Promise<WriteResult> {
+    const e = encode(data)
+    const id = newDurableId()
+    const ticket = this.#tryInsert(e, false, id)
+    if (ticket !== null) {
+      if (!ticket.hasDurable) await yieldIfDue()
+      else if (ticket.relayed) await awaitDurable(id)
+      else await call(() => ticket.wait())
+      return ticket.result
+    }
+    return call(() =>
+      e.kind === 'columns'
+        ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
+        : this.#native.put(e.bytes, e.rows, e.columns),
+    )
+  }
+
+  /**
+   * Inserts a small put synchronously (two thread hops cheaper than the async path); `null`
+   * for a large put, which is decoded off the event loop, or when backpressure would wait.
+   */
+  #tryInsert(e: Encoded, noWait: boolean, durableId?: number): NativeWriteTicket | null {
+    if (encodedBytes(e) > SYNC_INSERT_LIMIT) return null
+    return callSync(() =>
+      e.kind === 'columns'
+        ? this.#native.tryInsertColumns(e.schema, e.batches, e.nodes, e.buffers, noWait, durableId)
+        : this.#native.tryInsert(e.bytes, e.rows, e.columns, noWait, durableId),
+    )
+  }
+
+  /**
+   * Inserts rows and resolves once they are in memory, with a promise of their durability
+   * (`null` in non-durable mode). MemTable mode only.
+   *
+   * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
+   */
+  async putNoWait(data: PutData): Promise<PutNoWaitResult> {
+    const e = encode(data)
+    const inserted = this.#tryInsert(e, true)
+    if (inserted !== null) await yieldIfDue()
+    const ticket =
+      inserted ??
+      (await call(() =>
+        e.kind === 'columns'
+          ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
+          : this.#native.putNoWait(e.bytes, e.rows, e.columns),
+      ))
+    let durable: Promise<void> | null = null
+    if (ticket.hasDurable) {
+      durable = call(() => ticket.wait())
+      // Callers may ignore `durable`; its rejection must not crash the process.
+      durable.catch(() => undefined)
+    }
+    return { result: ticket.result, durable }
+  }
+
+  /**
+   * Makes every row written so far durable; resolves when it is.
+   * @throws {FencedError} if the WAL append fails
+   */
+  async flush(): Promise<void> {
+    return call(() => this.#native.flush())
+  }
+
+  /**
+   * Freezes the active MemTable (if it holds rows) and queues its generation flush. Does not
+   * wait for the flush: see {@link ShardWriter.waitForFlushDrain}.
+   * @throws {FencedError} if another writer claimed the shard
+   */
+  async forceSealActive(): Promise<void> {
+    return call(() => this.#native.forceSealActive())
+  }
+
+  /** Resolves when every frozen MemTable is flushed as a Parquet generation. */
+  async waitForFlushDrain(): Promise<void> {
+    return call(() => this.#native.waitForFlushDrain())
+  }
+
+  /**
+   * Reads the manifest and rejects with a {@link FencedError} (`PeerClaimedEpoch`) if another
+   * writer claimed the shard.
+   */
+  async checkFenced(): Promise<void> {
+    return call(() => this.#native.checkFenced())
+  }
+
+  /** Statistics of the active and frozen MemTables. MemTable mode only. */
+  async memtableStats(): Promise<MemTableStats> {
+    return callSync(() => this.#native.memtableStats())
+  }
+
+  /** The writer's view of its WAL. */
+  async walStats(): Promise<WalStats> {
+    return callSync(() => this.#native.walStats())
+  }
+
+  /** Where {@link ShardWriter.open} spent its time: claiming the shard, then replaying the WAL. */
+  openStats(): OpenStats {
+    return callSync(() => this.#native.openStats())
+  }
+
+  /** Write counters (puts, WAL entries, group-commit factor, generation flushes). */
+  stats(): WriteStats {
+    return callSync(() => this.#native.stats())
+  }
+
+  /** The shard's latest manifest, read from the store. */
+  async manifest(): Promise<ShardManifest | null> {
+    return call(() => this.#native.manifest())
+  }
+
+  /**
+   * Every row the writer holds, in insertion order (flushed generations, frozen MemTables,
+   * the active MemTable). In durable mode only WAL-appended rows are included. MemTable mode
+   * only.
+   * @throws {FencedError} if the writer is fenced
+   */
+  async scan(): Promise<Table> {
+    return tableFromIPC(await call(() => this.#native.scan()))
+  }
+
+  /**
+   * Flushes everything (WAL, active MemTable, generations), stops the background tasks and
+   * reports the first error. Later calls reject with {@link ClosedError}.
+   */
+  async close(): Promise<void> {
+    return call(() => this.#native.close())
+  }
+
+  /**
+   * Stops without flushing: rows not yet durable are dropped (as in a crash) and waiting
+   * durable puts reject. Idempotent.
+   *
+   * Like a crash, it does not wait for a write already handed to the store: a WAL entry in
+   * flight may still land afterwards. Such an entry is valid and the next writer replays it,
+   * so treat the puts that `abort` rejected as "maybe written", never as "not written".
+   */
+  async abort(): Promise<void> {
+    return call(() => this.#native.abort())
+  }
+
+  /** `await using w = await ShardWriter.open(...)` closes the writer at scope exit. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+}
