@@ -45,7 +45,7 @@ export declare class NativeShardReader {
   manifest(): Promise<ShardManifest>
 }
 
-/** The writer of one shard. See `ShardWriter` in `index.ts`. */
+/** The writer of one shard. See `ShardWriter` in `lib/writer.ts`. */
 export declare class NativeShardWriter {
   /** Opens (claims) a shard. */
   static open(store: NativeObjectStore, schema: Uint8Array, options: NativeWriterOptions): Promise<NativeShardWriter>
@@ -53,22 +53,16 @@ export declare class NativeShardWriter {
   get shardId(): string
   /** The claimed epoch. */
   get epoch(): number
-  /** Inserts the batches of an IPC stream; durable mode resolves once they are durable. */
-  put(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<WriteResult>
-  /** Inserts and returns at once, with a ticket for durability. */
-  putNoWait(data: Uint8Array, expectedRows?: number | undefined | null, expectedColumns?: number | undefined | null): Promise<NativeWriteTicket>
-  /** Like `put`, with the batches sent as column buffers (see `columns.rs`). */
-  putColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<WriteResult>
-  /** Like `putNoWait`, with the batches sent as column buffers. */
-  putNoWaitColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>): Promise<NativeWriteTicket>
   /**
-   * Inserts the batches of an IPC stream now, on the calling thread, if that needs no
-   * waiting; `null` if backpressure would make it wait (then use `put`/`putNoWait`). For
-   * small puts: it saves two thread hops. `noWait` applies `putNoWait`'s mode check.
+   * The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
+   * `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
+   * on this thread and its ticket returned at once; a large one, or one that backpressure
+   * makes wait, returns a promise of its ticket. In durable mode the rows' durability is
+   * reported through the relay under `durableId`, whichever way the ticket came.
    */
-  tryInsert(data: Uint8Array, expectedRows: number | undefined | null, expectedColumns: number | undefined | null, noWait: boolean, durableId?: number | undefined | null): NativeWriteTicket | null
-  /** `tryInsert` with the batches sent as column buffers. */
-  tryInsertColumns(schema: Uint8Array, batches: Float64Array, nodes: Float64Array, buffers: Array<Uint8Array>, noWait: boolean, durableId?: number | undefined | null): NativeWriteTicket | null
+  put(data: { kind: 'ipc' | 'columns' }, mode: 'put' | 'noWait', durableId?: number): NativeWriteTicket | Promise<NativeWriteTicket>
+  /** True if puts resolve only once durable (`durableWrite`). */
+  get durableWrite(): boolean
   /**
    * Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
    * messages)` (ids that are durable; ids that failed, with their tagged error messages),
@@ -112,19 +106,15 @@ export declare class NativeWalTailer {
   read(position: number): Promise<NativeWalEntry | null>
 }
 
-/** The in-memory result of `putNoWait` and the durability of its rows. */
+/**
+ * Where a put's rows went, and whether their durability is reported through the writer's
+ * relay (`relayDurable`) under the id the put was given.
+ */
 export declare class NativeWriteTicket {
   /** Where the rows went. */
   get result(): WriteResult
-  /** True in durable mode: `wait()` resolves when the rows are durable. */
-  get hasDurable(): boolean
-  /**
-   * True if the rows' durability is reported through the writer's relay, under the id the
-   * insert was given, and not by `wait()`.
-   */
+  /** True in durable mode: the relay reports the rows' durability under the put's id. */
   get relayed(): boolean
-  /** Resolves when the rows are durable (at once in non-durable mode, or if relayed). */
-  wait(): Promise<void>
 }
 
 /**

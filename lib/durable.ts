@@ -1,5 +1,5 @@
-// The durable-acknowledgement registry. A small durable put inserts on the JavaScript thread
-// (`tryInsert` with a durable id) and then waits here, by id, until the writer's relay
+// The durable-acknowledgement registry. A durable put is inserted with a durable id (the
+// binding's one `put`) and then waits here, by id, until the writer's relay
 // (`NativeShardWriter.relayDurable`, registered once per writer) reports the WAL append that
 // covers it: one callback per append settles all of its puts, where a native promise per put
 // cost more than the insert itself. Which rows an id covers, and when an append counts, is the
@@ -33,6 +33,12 @@ export function newDurableId(): number {
 export function awaitDurable(id: number): Promise<void> {
   if (durableWaiters.size === 0) durableKeepAlive.ref()
   return new Promise((resolve, reject) => durableWaiters.set(id, { resolve, reject }))
+}
+
+/** Forgets put `id`'s waiter (its insert failed, or nothing will be relayed for it). */
+export function cancelDurable(id: number): void {
+  durableWaiters.delete(id)
+  if (durableWaiters.size === 0) durableKeepAlive.unref()
 }
 
 function takeDurable(id: number): DurableWaiter | undefined {

@@ -1,16 +1,16 @@
 // ShardWriter: the one writer of a shard. Each method checks its arguments, makes one native
 // call through `call`/`callSync` (typed errors), and converts Arrow data at the edge.
 //
-// `put` tries the synchronous insert first (`#tryInsert`, small puts: two thread hops cheaper)
-// and falls back to the binding's async put for large puts or when backpressure would wait. A
-// synchronous durable insert waits in the durable registry (./durable.ts) when the binding
-// relays its acknowledgement, else on its ticket.
+// `put` and `putNoWait` are one path (`#submit`): one binding call, which inserts a small put at
+// once and returns a promise of the insert for a large one or one that backpressure makes
+// wait. In durable mode every put then waits in the durable registry (./durable.ts), where the
+// binding's relay reports its WAL append.
 
 import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
-import { awaitDurable, newDurableId, settleDurable } from './durable.js'
-import { type Encoded, type PutData, encode, encodedBytes } from './encoding.js'
+import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
+import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
 import { type ShardWriterOptions, writerOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
@@ -25,11 +25,11 @@ import type {
 } from './types.js'
 import { yieldIfDue } from './yield.js'
 
-/**
- * Puts up to this many bytes are decoded and inserted on the JavaScript thread (a few
- * microseconds); larger ones are decoded off the event loop.
- */
-const SYNC_INSERT_LIMIT = 256 * 1024
+/** A put's outcome: where its rows went, and (durable mode) the promise of their durability. */
+interface Submitted {
+  result: WriteResult
+  durable: Promise<void> | null
+}
 
 /**
  * The one writer of a shard.
@@ -50,9 +50,11 @@ const SYNC_INSERT_LIMIT = 256 * 1024
  */
 export class ShardWriter {
   readonly #native: NativeShardWriter
+  readonly #durableWrite: boolean
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
+    this.#durableWrite = native.durableWrite
     callSync(() => native.relayDurable(settleDurable))
   }
 
@@ -101,33 +103,11 @@ export class ShardWriter {
    * @throws {ClosedError} after `close()`/`abort()`
    */
   async put(data: PutData): Promise<WriteResult> {
-    const e = encode(data)
-    const id = newDurableId()
-    const ticket = this.#tryInsert(e, false, id)
-    if (ticket !== null) {
-      if (!ticket.hasDurable) await yieldIfDue()
-      else if (ticket.relayed) await awaitDurable(id)
-      else await call(() => ticket.wait())
-      return ticket.result
-    }
-    return call(() =>
-      e.kind === 'columns'
-        ? this.#native.putColumns(e.schema, e.batches, e.nodes, e.buffers)
-        : this.#native.put(e.bytes, e.rows, e.columns),
-    )
-  }
-
-  /**
-   * Inserts a small put synchronously (two thread hops cheaper than the async path); `null`
-   * for a large put, which is decoded off the event loop, or when backpressure would wait.
-   */
-  #tryInsert(e: Encoded, noWait: boolean, durableId?: number): NativeWriteTicket | null {
-    if (encodedBytes(e) > SYNC_INSERT_LIMIT) return null
-    return callSync(() =>
-      e.kind === 'columns'
-        ? this.#native.tryInsertColumns(e.schema, e.batches, e.nodes, e.buffers, noWait, durableId)
-        : this.#native.tryInsert(e.bytes, e.rows, e.columns, noWait, durableId),
-    )
+    const inserted = this.#submit(data, 'put')
+    const { result, durable } = inserted instanceof Promise ? await inserted : inserted
+    if (durable !== null) await durable
+    else await yieldIfDue()
+    return result
   }
 
   /**
@@ -137,23 +117,39 @@ export class ShardWriter {
    * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
    */
   async putNoWait(data: PutData): Promise<PutNoWaitResult> {
+    const inserted = this.#submit(data, 'noWait')
+    const submitted = inserted instanceof Promise ? await inserted : inserted
+    if (submitted.durable === null) await yieldIfDue()
+    return submitted
+  }
+
+  /**
+   * The one put path. A durable put's waiter is registered before the insert: the relay may
+   * report the append before a deferred insert's promise settles here. Synchronous when the
+   * binding inserted at once, so a small put costs no extra event-loop turn.
+   */
+  #submit(data: PutData, mode: 'put' | 'noWait'): Submitted | Promise<Submitted> {
     const e = encode(data)
-    const inserted = this.#tryInsert(e, true)
-    if (inserted !== null) await yieldIfDue()
-    const ticket =
-      inserted ??
-      (await call(() =>
-        e.kind === 'columns'
-          ? this.#native.putNoWaitColumns(e.schema, e.batches, e.nodes, e.buffers)
-          : this.#native.putNoWait(e.bytes, e.rows, e.columns),
-      ))
-    let durable: Promise<void> | null = null
-    if (ticket.hasDurable) {
-      durable = call(() => ticket.wait())
-      // Callers may ignore `durable`; its rejection must not crash the process.
-      durable.catch(() => undefined)
+    const id = this.#durableWrite ? newDurableId() : undefined
+    const durable = id === undefined ? null : awaitDurable(id)
+    // Handled from the start: the relay may reject it before a deferred insert lets the caller
+    // await it, and a caller of putNoWait may never await it.
+    durable?.catch(() => undefined)
+    const done = (ticket: NativeWriteTicket): Submitted => {
+      if (id !== undefined && !ticket.relayed) cancelDurable(id)
+      return { result: ticket.result, durable: ticket.relayed ? durable : null }
     }
-    return { result: ticket.result, durable }
+    const failed = (err: unknown): never => {
+      if (id !== undefined) cancelDurable(id)
+      throw err
+    }
+    let ticket: NativeWriteTicket | Promise<NativeWriteTicket>
+    try {
+      ticket = callSync(() => this.#native.put(e, mode, id))
+    } catch (err) {
+      return failed(err)
+    }
+    return ticket instanceof Promise ? call(() => ticket).then(done, failed) : done(ticket)
   }
 
   /**

@@ -46,7 +46,7 @@ impl Settled {
 
 /// The writer's side of the relay: the task ends once this is dropped and every watcher it
 /// was handed has settled (and been reported).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct DurableRelay {
     tx: mpsc::UnboundedSender<(f64, DurableWatcher)>,
 }

@@ -1,10 +1,12 @@
 //! memwal-node: the napi-rs binding of memwal-core.
 //!
 //! Thin `#[napi]` classes over core types, one file per concept: `store` (object stores and
-//! their faults), `writer`, `reader` (reader and tailer), `convert` (options, results,
-//! statistics), `ipc` (Arrow IPC bytes ↔ batches) and `error` (the only place core errors
-//! become JavaScript errors). Semantics live in memwal-core; an `if` about memwal behaviour
-//! belongs there.
+//! their faults), `writer` (one put method for every input and mode), `put_data` (a put's data
+//! as `lib/encoding.ts` hands it over), `columns` (column buffers → batches), `ipc` (Arrow IPC
+//! bytes ↔ batches), `durable` (the relay that reports durable puts to JavaScript in batches),
+//! `reader` (reader and tailer), `convert` (options, results, statistics) and `error` (the only
+//! place core errors become JavaScript errors). Semantics live in memwal-core; an `if` about
+//! memwal behaviour belongs there.
 
 #![deny(clippy::all)]
 
@@ -20,6 +22,7 @@ mod convert;
 mod durable;
 mod error;
 mod ipc;
+mod put_data;
 mod reader;
 mod store;
 mod writer;

@@ -1,12 +1,12 @@
 //! `NativeShardWriter`: a thin shell over [`memwal_core::ShardWriter`].
-//! Each method converts its arguments, makes one core call and maps the error.
+//! Each method converts its arguments, makes one core call and maps the error. Every put goes
+//! through the one `put` method, whatever its data and mode.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
-use arrow_schema::SchemaRef;
 use memwal_core::{DurableWatcher, PutMode, ShardWriter, Submitted, WriteResult};
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, Float64Array, Function, PromiseRaw, Uint8Array};
+use napi::bindgen_prelude::{Buffer, Either, Function, Object, PromiseRaw, Uint8Array};
 use napi_derive::napi;
 
 use crate::convert::{
@@ -15,102 +15,28 @@ use crate::convert::{
 };
 use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
+use crate::ipc;
+use crate::put_data::{PutData, PutDecoder};
 use crate::store::NativeObjectStore;
-use crate::{columns, ipc};
 
-/// Decodes a put's IPC bytes and checks them against what the caller passed: a `Table` from a
-/// second copy of apache-arrow can encode into a stream that silently lacks data.
-fn decode_put(
-    data: &[u8],
-    expected_rows: Option<f64>,
-    expected_columns: Option<f64>,
-) -> napi::Result<Vec<arrow_array::RecordBatch>> {
-    let (schema, batches) = ipc::decode_stream(bytes::Bytes::copy_from_slice(data))?;
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    let columns = schema.fields().len();
-    let rows_ok = expected_rows.is_none_or(|r| r == rows as f64);
-    let cols_ok = expected_columns.is_none_or(|c| c == columns as f64);
-    if !rows_ok || !cols_ok {
-        return Err(invalid(format!(
-            "the data passed to put has {} rows and {} columns, but memwal decoded {rows} rows and {columns} columns from its Arrow IPC encoding. This happens when two copies of apache-arrow are installed and the Table comes from the other one. Align apache-arrow to ^21.2 (`npm ls apache-arrow`), or pass IPC bytes from the caller's own tableToIPC(table, 'stream')",
-            expected_rows.map_or("?".into(), |r| r.to_string()),
-            expected_columns.map_or("?".into(), |c| c.to_string()),
-        )));
-    }
-    Ok(batches)
-}
+/// Puts carrying up to this many bytes are decoded and inserted on the JavaScript thread (a few
+/// microseconds); larger ones are decoded off the event loop.
+const SYNC_INSERT_LIMIT: usize = 256 * 1024;
 
-/// The writer of one shard. See `ShardWriter` in `index.ts`.
+/// The writer of one shard. See `ShardWriter` in `lib/writer.ts`.
 #[napi]
 pub struct NativeShardWriter {
     inner: Arc<ShardWriter>,
-    /// The last schema sent with column data, decoded (callers send the same one each time).
-    schema_cache: Mutex<Option<(Vec<u8>, SchemaRef)>>,
-    /// Where durable puts inserted with an id wait (set once by `relayDurable`).
+    decoder: Arc<PutDecoder>,
+    /// Where durable puts wait, by id (set once by `relayDurable`).
     relay: OnceLock<DurableRelay>,
 }
 
-impl NativeShardWriter {
-    /// A ticket for rows `submit` inserted, `None` if it would have had to wait. With a
-    /// `durable_id` and a relay, the rows' durability is reported through the relay under that
-    /// id (the ticket says `relayed`) rather than by the ticket's `wait()`.
-    fn try_insert_batches(
-        &self,
-        batches: Vec<arrow_array::RecordBatch>,
-        no_wait: bool,
-        durable_id: Option<f64>,
-    ) -> napi::Result<Option<NativeWriteTicket>> {
-        let mode = if no_wait {
-            PutMode::NoWait
-        } else {
-            PutMode::Put
-        };
-        Ok(match self.inner.submit(batches, mode).napi()? {
-            Submitted::Inserted(result, watcher) => {
-                let has_durable = watcher.is_some();
-                let watcher = match (watcher, durable_id, self.relay.get()) {
-                    (Some(w), Some(id), Some(relay)) => relay.watch(id, w),
-                    (w, _, _) => w,
-                };
-                Some(NativeWriteTicket {
-                    result,
-                    has_durable,
-                    relayed: has_durable && watcher.is_none(),
-                    durable: Mutex::new(watcher),
-                })
-            }
-            Submitted::Blocked(_) => None,
-        })
-    }
-
-    fn column_batches(
-        &self,
-        schema: &[u8],
-        batches: &[f64],
-        nodes: &[f64],
-        buffers: &[Uint8Array],
-    ) -> napi::Result<Vec<arrow_array::RecordBatch>> {
-        let schema = {
-            let mut cache = self.schema_cache.lock().unwrap_or_else(|e| e.into_inner());
-            match cache.as_ref() {
-                Some((bytes, s)) if bytes.as_slice() == schema => s.clone(),
-                _ => {
-                    let s = ipc::decode_schema(schema)?;
-                    *cache = Some((schema.to_vec(), s.clone()));
-                    s
-                }
-            }
-        };
-        columns::decode(&schema, batches, nodes, buffers)
-    }
-}
-
-/// The in-memory result of `putNoWait` and the durability of its rows.
+/// Where a put's rows went, and whether their durability is reported through the writer's
+/// relay (`relayDurable`) under the id the put was given.
 #[napi]
 pub struct NativeWriteTicket {
     result: WriteResult,
-    durable: Mutex<Option<DurableWatcher>>,
-    has_durable: bool,
     relayed: bool,
 }
 
@@ -122,32 +48,40 @@ impl NativeWriteTicket {
         self.result.into()
     }
 
-    /// True in durable mode: `wait()` resolves when the rows are durable.
-    #[napi(getter)]
-    pub fn has_durable(&self) -> bool {
-        self.has_durable
-    }
-
-    /// True if the rows' durability is reported through the writer's relay, under the id the
-    /// insert was given, and not by `wait()`.
+    /// True in durable mode: the relay reports the rows' durability under the put's id.
     #[napi(getter)]
     pub fn relayed(&self) -> bool {
         self.relayed
     }
+}
 
-    /// Resolves when the rows are durable (at once in non-durable mode, or if relayed).
-    #[napi(catch_unwind)]
-    pub async fn wait(&self) -> napi::Result<()> {
-        let watcher = self
-            .durable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match watcher {
-            Some(w) => w.wait().await.napi(),
-            None => Ok(()),
-        }
+/// The ticket of an inserted put: its durability watcher, if any, goes to the relay.
+fn ticket(
+    relay: Option<&DurableRelay>,
+    durable_id: Option<f64>,
+    result: WriteResult,
+    watcher: Option<DurableWatcher>,
+) -> napi::Result<NativeWriteTicket> {
+    let Some(watcher) = watcher else {
+        return Ok(NativeWriteTicket {
+            result,
+            relayed: false,
+        });
+    };
+    let (Some(relay), Some(id)) = (relay, durable_id) else {
+        return Err(invalid(
+            "a durable put needs a durability id and the writer's relay (relayDurable)",
+        ));
+    };
+    if relay.watch(id, watcher).is_some() {
+        return Err(napi::Error::from_reason(
+            "[memwal:CLOSED] the writer's durability relay has stopped (the JavaScript environment is shutting down); the put's rows may or may not become durable",
+        ));
     }
+    Ok(NativeWriteTicket {
+        result,
+        relayed: true,
+    })
 }
 
 #[napi]
@@ -167,7 +101,7 @@ impl NativeShardWriter {
             let w = ShardWriter::open(store, schema, config).await.napi()?;
             Ok(NativeShardWriter {
                 inner: Arc::new(w),
-                schema_cache: Mutex::new(None),
+                decoder: Arc::default(),
                 relay: OnceLock::new(),
             })
         })
@@ -185,101 +119,62 @@ impl NativeShardWriter {
         self.inner.epoch() as f64
     }
 
-    /// Inserts the batches of an IPC stream; durable mode resolves once they are durable.
-    #[napi(catch_unwind)]
-    pub async fn put(
+    /// The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
+    /// `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
+    /// on this thread and its ticket returned at once; a large one, or one that backpressure
+    /// makes wait, returns a promise of its ticket. In durable mode the rows' durability is
+    /// reported through the relay under `durableId`, whichever way the ticket came.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "data: { kind: 'ipc' | 'columns' }, mode: 'put' | 'noWait', durableId?: number",
+        ts_return_type = "NativeWriteTicket | Promise<NativeWriteTicket>"
+    )]
+    pub fn put<'env>(
         &self,
-        data: Uint8Array,
-        expected_rows: Option<f64>,
-        expected_columns: Option<f64>,
-    ) -> napi::Result<NativeWriteResult> {
-        let batches = decode_put(&data, expected_rows, expected_columns)?;
-        drop(data);
-        Ok(self.inner.put(batches).await.napi()?.into())
-    }
-
-    /// Inserts and returns at once, with a ticket for durability.
-    #[napi(catch_unwind)]
-    pub async fn put_no_wait(
-        &self,
-        data: Uint8Array,
-        expected_rows: Option<f64>,
-        expected_columns: Option<f64>,
-    ) -> napi::Result<NativeWriteTicket> {
-        let batches = decode_put(&data, expected_rows, expected_columns)?;
-        drop(data);
-        let (result, watcher) = self.inner.put_no_wait(batches).await.napi()?;
-        Ok(NativeWriteTicket {
-            result,
-            has_durable: watcher.is_some(),
-            relayed: false,
-            durable: Mutex::new(watcher),
-        })
-    }
-
-    /// Like `put`, with the batches sent as column buffers (see `columns.rs`).
-    #[napi(catch_unwind)]
-    pub async fn put_columns(
-        &self,
-        schema: Uint8Array,
-        batches: Float64Array,
-        nodes: Float64Array,
-        buffers: Vec<Uint8Array>,
-    ) -> napi::Result<NativeWriteResult> {
-        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
-        drop(buffers);
-        Ok(self.inner.put(batches).await.napi()?.into())
-    }
-
-    /// Like `putNoWait`, with the batches sent as column buffers.
-    #[napi(catch_unwind)]
-    pub async fn put_no_wait_columns(
-        &self,
-        schema: Uint8Array,
-        batches: Float64Array,
-        nodes: Float64Array,
-        buffers: Vec<Uint8Array>,
-    ) -> napi::Result<NativeWriteTicket> {
-        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
-        drop(buffers);
-        let (result, watcher) = self.inner.put_no_wait(batches).await.napi()?;
-        Ok(NativeWriteTicket {
-            result,
-            has_durable: watcher.is_some(),
-            relayed: false,
-            durable: Mutex::new(watcher),
-        })
-    }
-
-    /// Inserts the batches of an IPC stream now, on the calling thread, if that needs no
-    /// waiting; `null` if backpressure would make it wait (then use `put`/`putNoWait`). For
-    /// small puts: it saves two thread hops. `noWait` applies `putNoWait`'s mode check.
-    #[napi(catch_unwind)]
-    pub fn try_insert(
-        &self,
-        data: Uint8Array,
-        expected_rows: Option<f64>,
-        expected_columns: Option<f64>,
-        no_wait: bool,
+        env: &'env Env,
+        data: Object<'env>,
+        mode: String,
         durable_id: Option<f64>,
-    ) -> napi::Result<Option<NativeWriteTicket>> {
-        let batches = decode_put(&data, expected_rows, expected_columns)?;
-        self.try_insert_batches(batches, no_wait, durable_id)
+    ) -> napi::Result<Either<NativeWriteTicket, PromiseRaw<'env, NativeWriteTicket>>> {
+        let mode = match mode.as_str() {
+            "put" => PutMode::Put,
+            "noWait" => PutMode::NoWait,
+            other => return Err(invalid(format!("unknown put mode '{other}'"))),
+        };
+        let data = PutData::from_object(&data)?;
+        let relay = self.relay.get().cloned();
+        if data.byte_len() <= SYNC_INSERT_LIMIT {
+            let batches = self.decoder.decode(&data)?;
+            drop(data);
+            return match self.inner.submit(batches, mode).napi()? {
+                Submitted::Inserted(result, watcher) => Ok(Either::A(ticket(
+                    relay.as_ref(),
+                    durable_id,
+                    result,
+                    watcher,
+                )?)),
+                Submitted::Blocked(blocked) => Ok(Either::B(env.spawn_future(async move {
+                    let (result, watcher) = blocked.inserted().await.napi()?;
+                    ticket(relay.as_ref(), durable_id, result, watcher)
+                })?)),
+            };
+        }
+        let (inner, decoder) = (self.inner.clone(), self.decoder.clone());
+        Ok(Either::B(env.spawn_future(async move {
+            let batches = decoder.decode(&data)?;
+            drop(data);
+            let (result, watcher) = match inner.submit(batches, mode).napi()? {
+                Submitted::Inserted(result, watcher) => (result, watcher),
+                Submitted::Blocked(blocked) => blocked.inserted().await.napi()?,
+            };
+            ticket(relay.as_ref(), durable_id, result, watcher)
+        })?))
     }
 
-    /// `tryInsert` with the batches sent as column buffers.
-    #[napi(catch_unwind)]
-    pub fn try_insert_columns(
-        &self,
-        schema: Uint8Array,
-        batches: Float64Array,
-        nodes: Float64Array,
-        buffers: Vec<Uint8Array>,
-        no_wait: bool,
-        durable_id: Option<f64>,
-    ) -> napi::Result<Option<NativeWriteTicket>> {
-        let batches = self.column_batches(&schema, &batches, &nodes, &buffers)?;
-        self.try_insert_batches(batches, no_wait, durable_id)
+    /// True if puts resolve only once durable (`durableWrite`).
+    #[napi(getter)]
+    pub fn durable_write(&self) -> bool {
+        self.inner.config().durable_write
     }
 
     /// Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
