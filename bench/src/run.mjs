@@ -1,6 +1,6 @@
-// The benchmark: workloads W0-W7 (reference anchors §7.1) side by side in one run, against the
-// raw disk floor (JavaScript and memwal-core's store from Rust) and better-sqlite3, lmdb,
-// classic-level and LanceDB. Run through bench.mjs (`npm run bench [-- --smoke]`), which
+// The benchmark: workloads W0-W7 (bench/README.md describes each) side by side in one run,
+// against the raw disk floor (JavaScript and memwal-core's store from Rust) and better-sqlite3,
+// lmdb, classic-level and LanceDB. Run through bench.mjs (`npm run bench [-- --smoke]`), which
 // installs and builds what this needs first.
 
 import fs from 'node:fs'
@@ -12,11 +12,17 @@ import { parseArgs } from 'node:util'
 
 import { renderChart } from './chart.mjs'
 import { summaryMarkdown } from './summary.mjs'
-import { arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
+import { ROW_BYTES, arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
 import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalStore, sqliteStore } from './stores.mjs'
-import { ROW_BYTES, claimShard, closedLoop, fmtBytes, fmtNum, fmtUs, now, retire, rmrf, rssSampler, sleep, textTable } from './util.mjs'
+import { claimShard } from './claim.mjs'
+import { closedLoop } from './closed-loop.mjs'
+import { retire, rmrf } from './data-dir.mjs'
+import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
+import { now } from './latencies.mjs'
+import { rssSampler } from './memory.mjs'
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values: argv } = parseArgs({
   options: {
