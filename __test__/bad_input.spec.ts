@@ -339,11 +339,32 @@ const PUTS = ['put', 'putNoWait'] as const
 const putOf = (w: ShardWriter, method: (typeof PUTS)[number], data: unknown): Promise<unknown> =>
   method === 'put' ? w.put(data as PutData) : w.putNoWait(data as PutData)
 
+/** A bad put: what it is, the data, and the message it must be rejected with. */
+type BadPut = [what: string, data: unknown, message: RegExp]
+
+/**
+ * Every case rejects with `error` and its own message, through put and through putNoWait, on
+ * one writer that ends up holding and having written nothing of them (see {@link withWriter}).
+ */
+async function assertPutsReject(
+  t: ExecutionContext,
+  error: { instanceOf: typeof InvalidArgumentError | typeof SchemaMismatchError; code: string },
+  cases: BadPut[],
+): Promise<void> {
+  await withWriter(t, {}, async (w) => {
+    for (const method of PUTS) {
+      for (const [what, data, message] of cases) {
+        await t.throwsAsync(putOf(w, method, data), { ...error, message }, `${method}(${what})`)
+      }
+    }
+  })
+}
+
 test('data of the wrong type is INVALID_ARGUMENT for put and putNoWait, and nothing is written', async (t) => {
   const sparse: unknown[] = []
   sparse.length = 2
   const ipc = tableToIPC(rows([9]), 'stream')
-  const cases: Array<[string, unknown, RegExp]> = [
+  const cases: BadPut[] = [
     ['a string', 'hello', /put expects an apache-arrow Table, RecordBatch, RecordBatch\[\] or Arrow IPC stream bytes/],
     ['a number', 42, /put expects an apache-arrow Table/],
     ['null', null, /put expects an apache-arrow Table/],
@@ -357,17 +378,7 @@ test('data of the wrong type is INVALID_ARGUMENT for put and putNoWait, and noth
     ['garbage bytes', new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]), /not a valid Arrow IPC stream/],
     ['truncated IPC bytes', ipc.slice(0, ipc.length - 24), /not a valid Arrow IPC stream/],
   ]
-  await withWriter(t, {}, async (w) => {
-    for (const method of PUTS) {
-      for (const [what, data, message] of cases) {
-        await t.throwsAsync(
-          putOf(w, method, data),
-          { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message },
-          `${method}(${what})`,
-        )
-      }
-    }
-  })
+  await assertPutsReject(t, { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT' }, cases)
 })
 
 test('a Table from a second copy of apache-arrow is INVALID_ARGUMENT saying how to fix it, and nothing is written', async (t) => {
@@ -394,7 +405,7 @@ test('a Table from a second copy of apache-arrow is INVALID_ARGUMENT saying how 
 
 test('empty input is INVALID_ARGUMENT for put and putNoWait, and nothing is written', async (t) => {
   const empty = rows([]).batches[0]!
-  const cases: Array<[string, unknown, RegExp]> = [
+  const cases: BadPut[] = [
     ['an empty batch list', [], /empty batch list/],
     ['an empty Table', rows([]), /Batch 0 is empty/],
     ['an empty batch', empty, /Batch 0 is empty/],
@@ -402,17 +413,7 @@ test('empty input is INVALID_ARGUMENT for put and putNoWait, and nothing is writ
     ['empty bytes', new Uint8Array(), /no Arrow IPC schema message/],
     ['IPC bytes of an empty Table', tableToIPC(rows([]), 'stream'), /Batch 0 is empty/],
   ]
-  await withWriter(t, {}, async (w) => {
-    for (const method of PUTS) {
-      for (const [what, data, message] of cases) {
-        await t.throwsAsync(
-          putOf(w, method, data),
-          { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message },
-          `${method}(${what})`,
-        )
-      }
-    }
-  })
+  await assertPutsReject(t, { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT' }, cases)
 })
 
 test('a put with more batches than maxMemtableBatches is INVALID_ARGUMENT for put and putNoWait, and nothing is written', async (t) => {
@@ -436,7 +437,7 @@ function nullInId(): Table {
 test('data with the wrong schema is SCHEMA_MISMATCH naming the field for put and putNoWait, and nothing is written', async (t) => {
   // (A nullable field without nulls is accepted and stored with the shard's not-null field.)
   const renamed = tableWith(new Schema([new Field('ident', new Int32(), false), schema.fields[1]!]), [1])
-  const cases: Array<[string, unknown, RegExp]> = [
+  const cases: BadPut[] = [
     ['a null in the not-null id', nullInId(), /field `id` is not nullable in the shard but batch 0 has 1 nulls/],
     [
       'an extra column',
@@ -453,17 +454,7 @@ test('data with the wrong schema is SCHEMA_MISMATCH naming the field for put and
     ['batches of two schemas', [rows([1]).batches[0]!, renamed.batches[0]!], /batch 1 has schema \(ident: /],
     ['IPC bytes of another schema', tableToIPC(renamed, 'stream'), /`ident`/],
   ]
-  await withWriter(t, {}, async (w) => {
-    for (const method of PUTS) {
-      for (const [what, data, message] of cases) {
-        await t.throwsAsync(
-          putOf(w, method, data),
-          { instanceOf: SchemaMismatchError, code: 'SCHEMA_MISMATCH', message },
-          `${method}(${what})`,
-        )
-      }
-    }
-  })
+  await assertPutsReject(t, { instanceOf: SchemaMismatchError, code: 'SCHEMA_MISMATCH' }, cases)
 })
 
 test('huge but valid input round-trips: 2,000 columns, an 8 MiB string and 4,000 batches in one put', async (t) => {

@@ -2,36 +2,22 @@
 // codes of every command, including bad input. One small demo run provides the shard the
 // read-only commands look at.
 
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test from 'ava'
 
+import { runProcess, type Run } from './child-process'
 import { tempDir } from './helpers'
 
 const root = join(__dirname, '..')
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
+/** `memwal ...args`, run from source. */
 function memwal(...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), ...args], {
-      cwd: root,
-      env: { ...process.env, FORCE_COLOR: '0', MEMWAL_DEBUG: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  return runProcess(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), ...args], {
+    cwd: root,
+    env: { ...process.env, FORCE_COLOR: '0', MEMWAL_DEBUG: '' },
   })
 }
 
@@ -283,22 +269,11 @@ test('a corrupt manifest exits 4 with the CORRUPT code and the object named', as
 
 test('scan output piped into a closed reader ends quietly', async (t) => {
   const { shard } = await demo()
-  const r = await new Promise<Run>((resolve, reject) => {
-    const child = spawn(
-      'sh',
-      [
-        '-c',
-        `"${process.execPath}" --import tsx cli/main.ts scan "${demoDir}" --shard ${shard} --format csv | head -1`,
-      ],
-      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+  const r = await runProcess(
+    'sh',
+    ['-c', `"${process.execPath}" --import tsx cli/main.ts scan "${demoDir}" --shard ${shard} --format csv | head -1`],
+    { cwd: root },
+  )
   t.is(r.code, 0)
   t.is(r.stdout, 'id,writer,value,payload\r\n')
   t.is(r.stderr, '')

@@ -1,4 +1,4 @@
-// The R1 crash loop's child: writes to two shards of one local directory until the parent
+// The crash loop's child (crash_loop.spec.ts): writes to two shards of one local directory until the parent
 // SIGKILLs it. Shard `d` has a durable writer (put loops and a putNoWait loop), shard `n` a
 // non-durable one (put loops and a flush loop); both rotate MemTables often (small limits
 // and a forceSealActive loop). Every invoke, acknowledgement and error is one JSON line,
@@ -134,7 +134,8 @@ async function main(): Promise<void> {
   log({ e: 'ready' })
   process.stdout.write('ready\n')
   const loops: Array<Promise<void>> = []
-  // 15 concurrent put loops in all (the anchors' R1 runs C=16), plus flushes and seals.
+  // 15 concurrent put loops in all (about the 16 concurrent clients of the benchmark's
+  // durable workloads), plus flushes and seals.
   for (let l = 0; l < 8; l++) loops.push(putLoop(d, 'd', l))
   loops.push(noWaitLoop(d, 8))
   loops.push(sealLoop(d, 'd'))

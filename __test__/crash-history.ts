@@ -1,6 +1,6 @@
-// The R1 crash loop's shared parts: the rows a put writes, the child's event log, and the
-// history checker (anchors §6.4: every acknowledged put present, all-or-nothing, no duplicates,
-// no phantom rows, real-time order, recovered rows a prefix of what was inserted).
+// The crash loop's shared parts: the rows a put writes, the child's event log, and the
+// history checker (every acknowledged put present, all-or-nothing, no duplicates, no phantom
+// rows, real-time order, recovered rows a prefix of what was inserted).
 //
 // The child (crash-child.ts) writes one JSON line per event with a synchronous write, so
 // every acknowledgement it logged survives SIGKILL; the parent (crash_loop.spec.ts) parses the

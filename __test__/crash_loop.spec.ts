@@ -1,11 +1,11 @@
-// R1: the kill -9 crash loop (anchors §6.9, §7.2). A child process writes to a durable and a
+// Acknowledged puts survive kill -9: the crash loop. A child process writes to a durable and a
 // non-durable shard until it is SIGKILLed at a random moment; the parent reopens both shards
 // (a new ShardWriter replays the WAL), scans them and checks the child's logged history
 // (crash-history.ts). A SIGKILL keeps the page cache, so this finds process-crash bugs
 // (lost acknowledgements, torn puts, replay errors), not missing fsyncs: the Rust power-loss
 // tests cover those.
 //
-// `npm test` runs CI_ITERATIONS; `npm run test:long` (MEMWAL_LONG=1) runs LONG_ITERATIONS.
+// `npm test` runs 100 iterations; `npm run test:long` (MEMWAL_LONG=1) runs 3,000.
 // MEMWAL_CRASH_ITERATIONS overrides both, MEMWAL_SEED fixes the seed of the parent's choices.
 
 import { spawn } from 'node:child_process'
@@ -26,12 +26,9 @@ import {
   type CrashRow,
   type WriterKind,
 } from './crash-history'
-import { tempDir } from './helpers'
+import { runCount, tempDir } from './helpers'
 
-const LONG = process.env.MEMWAL_LONG === '1'
-const CI_ITERATIONS = 100
-const LONG_ITERATIONS = 3000
-const ITERATIONS = Number(process.env.MEMWAL_CRASH_ITERATIONS ?? (LONG ? LONG_ITERATIONS : CI_ITERATIONS))
+const ITERATIONS = runCount('MEMWAL_CRASH_ITERATIONS', { ci: 100, long: 3000 })
 /** Iterations per pair of shards; a fresh pair keeps each reopen's scan small. */
 const ROUND = 50
 const CHILD = join(__dirname, 'crash-child.ts')
@@ -91,7 +88,7 @@ const keyOf = (r: CrashRow) => `${r.iter}/${r.loop}/${r.seq}/${r.row}`
 
 test('acknowledged puts survive kill -9 at random moments, whole, once, in order and without holes', async (t) => {
   const seed = Number(process.env.MEMWAL_SEED ?? Math.floor(Math.random() * 2 ** 31))
-  t.log(`R1 crash loop: ${ITERATIONS} iterations, seed ${seed} (rerun with MEMWAL_SEED=${seed})`)
+  t.log(`crash loop: ${ITERATIONS} iterations, seed ${seed} (rerun with MEMWAL_SEED=${seed})`)
   // Generous: ~1 s per iteration on 2 cores, with room for a loaded machine.
   t.timeout(Math.max(120_000, ITERATIONS * 6_000))
   const rand = prng(seed)

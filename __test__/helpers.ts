@@ -59,3 +59,14 @@ export function tempDir(t: ExecutionContext): string {
 export function memoryLocation(): string {
   return `memory://${randomUUID()}`
 }
+
+/** Whether the long runs are on: `npm run test:long` sets MEMWAL_LONG=1. */
+export const LONG = process.env.MEMWAL_LONG === '1'
+
+/**
+ * How many runs a randomized test makes: the number in the environment variable `envVar` if it
+ * is set, else `counts.long` under MEMWAL_LONG=1, else `counts.ci`.
+ */
+export function runCount(envVar: string, counts: { ci: number; long: number }): number {
+  return Number(process.env[envVar] ?? (LONG ? counts.long : counts.ci))
+}

@@ -1,8 +1,8 @@
 // Liveness of the event loop under a put loop. A non-durable put completes in memory, but its
 // promise must still settle through the event loop: if it resolved within the same macrotask
 // (microtasks only), `for (;;) await writer.put(rows)` would never let timers, I/O or the
-// durability acknowledgements of other writers run. The R1 crash loop depends on this too (its
-// flush loop is timer-driven and its durable writer shares the process).
+// durability acknowledgements of other writers run. The crash loop (crash_loop.spec.ts) depends
+// on this too (its flush loop is timer-driven and its durable writer shares the process).
 
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'

@@ -1,7 +1,8 @@
-// R7: a model-based test (anchors §6.6, §7.2). fast-check generates sequences of commands on
-// two shards of one in-memory store, `d` (durable writer) and `n` (non-durable writer), runs
-// them against memwal and against a small model (the puts each shard holds, in order, with
-// what is known of their durability), and shrinks a failure to a minimal sequence.
+// memwal against a model of its guarantees, across crashes, faults and peer claims. fast-check
+// generates sequences of commands on two shards of one in-memory store, `d` (durable writer)
+// and `n` (non-durable writer), runs them against memwal and against a small model (the puts
+// each shard holds, in order, with what is known of their durability), and shrinks a failure
+// to a minimal sequence.
 //
 // The model: a put acknowledged as durable (a durable put or putNoWait's `durable` resolved;
 // a non-durable put followed by a resolved flush() or seal + drain) is recovered exactly once,
@@ -14,8 +15,8 @@
 // PeerClaimedEpoch at its first call that notices (a durable put, a flush, checkFenced,
 // forceSealActive), and every call after that.
 //
-// `npm test` runs CI_RUNS with a fixed seed; `npm run test:long` (MEMWAL_LONG=1) runs
-// LONG_RUNS with a random seed. MEMWAL_SEED and MEMWAL_MODEL_RUNS override both. The seed is
+// `npm test` makes 100 runs with a fixed seed; `npm run test:long` (MEMWAL_LONG=1) runs 10,000
+// with a random seed. MEMWAL_SEED and MEMWAL_MODEL_RUNS override both. The seed is
 // printed; fast-check's failure report also gives the `path` to replay the exact case.
 
 import { strict as assert } from 'node:assert'
@@ -33,12 +34,9 @@ import {
   type FenceReason,
   type ShardWriterOptions,
 } from '../index'
-import { ids, rows, schema } from './helpers'
+import { LONG, ids, rows, runCount, schema } from './helpers'
 
-const LONG = process.env.MEMWAL_LONG === '1'
-const CI_RUNS = 100
-const LONG_RUNS = 10_000
-const RUNS = Number(process.env.MEMWAL_MODEL_RUNS ?? (LONG ? LONG_RUNS : CI_RUNS))
+const RUNS = runCount('MEMWAL_MODEL_RUNS', { ci: 100, long: 10_000 })
 const CI_SEED = 20_251_202
 const SEED = Number(process.env.MEMWAL_SEED ?? (LONG ? Math.floor(Math.random() * 2 ** 31) : CI_SEED))
 
@@ -442,7 +440,7 @@ const commands = [
 ]
 
 test('memwal follows the model of acknowledged, pending and fenced puts across crashes, faults and peer claims', async (t) => {
-  t.log(`R7 model-based test: ${RUNS} runs, seed ${SEED} (rerun with MEMWAL_SEED=${SEED})`)
+  t.log(`model-based test: ${RUNS} runs, seed ${SEED} (rerun with MEMWAL_SEED=${SEED})`)
   t.timeout(Math.max(120_000, RUNS * 500))
   const started = Date.now()
   let executed = 0

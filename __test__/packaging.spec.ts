@@ -11,7 +11,7 @@
 // repo's package-lock.json (the packages memwal needs at runtime) plus the tarballs' own entries,
 // so npm only reads tarballs from the cache, as `npm ci` left it.
 
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import {
   copyFileSync,
@@ -29,6 +29,7 @@ import { pathToFileURL } from 'node:url'
 
 import test from 'ava'
 
+import { runProcess, type Run } from './child-process'
 import { tempDir } from './helpers'
 
 const root = join(__dirname, '..')
@@ -37,28 +38,6 @@ const repoPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   dependencies: Record<string, string>
   peerDependencies: Record<string, string>
   devDependencies: Record<string, string>
-}
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function run(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
 }
 
 function expectOk(r: Run, what: string): string {
@@ -97,7 +76,7 @@ function pack(): Promise<{ main: string; platform: string }> {
   packed ??= (async () => {
     const out = tarballDir
     expectOk(
-      await run(process.execPath, [join(root, 'scripts', 'pack.mjs'), '--out', out], { cwd: root }),
+      await runProcess(process.execPath, [join(root, 'scripts', 'pack.mjs'), '--out', out], { cwd: root }),
       'scripts/pack.mjs',
     )
     const file = (prefix: string) => {
@@ -232,18 +211,19 @@ async function installAndRun(
   if ((cargo.error as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') {
     throw new Error('cargo is still on PATH in the consumer environment')
   }
-  const install = await run('npm', ['install', '--offline', '--no-audit', '--no-fund'], { cwd: project, env })
+  const install = await runProcess('npm', ['install', '--offline', '--no-audit', '--no-fund'], { cwd: project, env })
   expectOk(install, 'npm install --offline')
   expectOk(
-    await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
-      cwd: project,
-      env,
-    }),
+    await runProcess(
+      process.execPath,
+      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+      { cwd: project, env },
+    ),
     'tsc (the smoke script against the installed typings)',
   )
   const tsx = pathToFileURL(require.resolve('tsx')).href
   const out = expectOk(
-    await run(process.execPath, ['--import', tsx, 'smoke.ts', join(project, 'data')], { cwd: project, env }),
+    await runProcess(process.execPath, ['--import', tsx, 'smoke.ts', join(project, 'data')], { cwd: project, env }),
     'smoke.ts',
   )
   const report = JSON.parse(out.trim().split('\n').at(-1) ?? '') as SmokeReport
@@ -306,10 +286,11 @@ test('installed from the main tarball alone, memwal loads prebuilds/ through nod
   t.deepEqual(report.addons, [join(installed, 'prebuilds', 'linux-x64', 'memwal.glibc.node')])
 
   // The CLI works from the install too.
-  const inspect = await run(join(project, 'node_modules', '.bin', 'memwal'), ['inspect', join(project, 'data')], {
-    cwd: project,
-    env: consumerEnv(),
-  })
+  const inspect = await runProcess(
+    join(project, 'node_modules', '.bin', 'memwal'),
+    ['inspect', join(project, 'data')],
+    { cwd: project, env: consumerEnv() },
+  )
   t.is(inspect.code, 0, inspect.stderr)
   t.regex(inspect.stdout, new RegExp(`shard ${report.shardId}`))
 })

@@ -25,7 +25,9 @@ import {
 } from 'apache-arrow'
 
 import { FencedError, ShardReader, ShardWriter } from '../index.js'
-import { CliError, Exit, formatBytes, formatCount, integerAtLeast } from './common.js'
+import { CliError, Exit } from './exit-codes.js'
+import { integerAtLeast } from './options.js'
+import { formatBytes, formatCount } from './output.js'
 
 /** Marks a directory as the demo's own, so a rerun may clear it (and never anything else). */
 const MARKER = '.memwal-demo'

@@ -4,7 +4,8 @@
 import type { Command } from 'commander'
 
 import { ShardReader, WalTailer, type ObjectStore, type ShardManifest } from '../index.js'
-import { formatBytes, formatCount, openStore, out, requireShard, shardsAt, textTable } from './common.js'
+import { openStore, requireShard, shardsAt } from './location.js'
+import { formatBytes, formatCount, out, textTable } from './output.js'
 
 interface InspectOptions {
   shard?: string

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `memwal` command line (package.json `bin`): inspect, wal, scan, demo. Each command lives in
 // its own file and uses only the public API; this file wires them up and turns every failure
-// into one line on stderr and a documented exit code (`Exit` in ./common.ts).
+// into one line on stderr and a documented exit code (`Exit` in ./exit-codes.ts).
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,22 +9,11 @@ import { join } from 'node:path'
 import { Command, CommanderError } from 'commander'
 
 import { MemWalError } from '../index.js'
-import { CliError, Exit, exitCodeOf } from './common.js'
+import { CliError, EXIT_CODES_HELP, Exit, exitCodeOf } from './exit-codes.js'
 import { demoCommand } from './demo.js'
 import { inspectCommand } from './inspect.js'
 import { scanCommand } from './scan.js'
 import { walCommand } from './wal.js'
-
-const EXIT_CODES = `
-Exit codes:
-  0  success
-  1  unexpected failure (a bug; MEMWAL_DEBUG=1 prints the stack)
-  2  bad command line or input (INVALID_ARGUMENT, SCHEMA_MISMATCH)
-  3  not found: no such directory, no shard at the location, no such shard
-  4  stored data cannot be decoded (CORRUPT)
-  5  the store failed (IO)
-  6  the writer was fenced or closed (FENCED, CLOSED)
-  7  memwal demo could not verify its acknowledged rows`
 
 function version(): string {
   try {
@@ -44,12 +33,12 @@ function program(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`memwal: ${text}`) })
-    .addHelpText('after', EXIT_CODES)
+    .addHelpText('after', EXIT_CODES_HELP)
   inspectCommand(p)
   walCommand(p)
   scanCommand(p)
   demoCommand(p)
-  for (const c of p.commands) c.addHelpText('after', EXIT_CODES)
+  for (const c of p.commands) c.addHelpText('after', EXIT_CODES_HELP)
   return p
 }
 

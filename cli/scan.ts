@@ -6,7 +6,9 @@ import type { Command } from 'commander'
 import type { Table } from 'apache-arrow'
 
 import { ShardReader } from '../index.js'
-import { integerAtLeast, oneOf, openStore, out, requireShard, textTable } from './common.js'
+import { openStore, requireShard } from './location.js'
+import { integerAtLeast, oneOf } from './options.js'
+import { out, textTable } from './output.js'
 
 const FORMATS = ['table', 'json', 'csv'] as const
 type Format = (typeof FORMATS)[number]

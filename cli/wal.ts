@@ -4,7 +4,9 @@
 import type { Command } from 'commander'
 
 import { WalTailer } from '../index.js'
-import { integerAtLeast, openStore, out, requireShard, textTable } from './common.js'
+import { openStore, requireShard } from './location.js'
+import { integerAtLeast } from './options.js'
+import { out, textTable } from './output.js'
 
 interface WalOptions {
   shard: string

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import { arrowKit, loadModules } from './data.mjs'
-import { claimShard } from './util.mjs'
+import { claimShard } from './claim.mjs'
 
 const { memwal, arrow21 } = loadModules()
 const { schema } = arrowKit(arrow21)

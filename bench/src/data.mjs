@@ -12,6 +12,8 @@ const require = createRequire(import.meta.url)
 export const KEY_BYTES = 20
 export const VALUE_BYTES = 72
 export const TS_BYTES = 8
+/** One record's bytes (100), for MB/s figures. */
+export const ROW_BYTES = KEY_BYTES + VALUE_BYTES + TS_BYTES
 
 /** The modules as memwal and LanceDB load them (each with the apache-arrow it resolves). */
 export function loadModules() {

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 
-import { Latencies, now, retire } from './util.mjs'
+import { retire } from './data-dir.mjs'
+import { Latencies, now } from './latencies.mjs'
 
 /** Repeats `fn` (synchronous) for `ms` (at least `min` times); latency summary in µs. */
 function loopSync(ms, min, fn) {

@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-import { fmtNum, fmtUs } from './util.mjs'
+import { fmtNum, fmtUs } from './format.mjs'
 
 const row = (cells) => `| ${cells.join(' | ')} |`
 

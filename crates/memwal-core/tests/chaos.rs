@@ -1,8 +1,8 @@
-//! R4: a failing object store. Every get, head, put and list may fail before it is applied, a
-//! put may be applied and then report an error (its response is lost), and every operation is
-//! delayed by a seeded latency plus jitter (`Faults::set_chaos`). Writers, durable and not,
-//! with frequent rotations and store retries, run several sessions (open, concurrent puts,
-//! seals and flushes, then close or crash) on one shard. Every outcome is recorded; then the
+//! Acknowledged puts survive a failing object store. Every get, head, put and list may fail
+//! before it is applied, a put may be applied and then report an error (its response is lost),
+//! and every operation is delayed by a seeded latency plus jitter (`Faults::set_chaos`).
+//! Writers, durable and not, with frequent rotations and store retries, run several sessions
+//! (open, concurrent puts, seals and flushes, then close or crash) on one shard. Every outcome is recorded; then the
 //! chaos stops, the shard is reopened, and the history is checked:
 //! - every acknowledged durable put (and every non-durable one made durable by `flush` or
 //!   `close`) is present exactly once;
@@ -34,61 +34,22 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use std::fmt;
-
 use arrow_array::RecordBatch;
 use async_trait::async_trait;
-use futures::stream::BoxStream;
 use memwal_core::store::faults::Chaos;
-use memwal_core::{Error, ErrorCode, FenceReason, ShardReader, ShardWriter, Store, WriterConfig};
-use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-};
+use memwal_core::{Error, ErrorCode, FenceReason, ShardReader, ShardWriter, WriterConfig};
+use object_store::{GetResult, ObjectStore};
+use support::forwarding::{Forwarding, Get, Hooks, StoreResult, injected, is_wal};
+use support::seeded::{Rng, seeds};
 use support::*;
 
 fn long() -> bool {
-    std::env::var("MEMWAL_CHAOS_LONG").is_ok_and(|v| v == "1")
+    long_run("MEMWAL_CHAOS_LONG")
 }
 
-/// The seeds to run: `MEMWAL_CHAOS_SEED`, or `n` seeds derived from `base`.
-fn seeds(base: u64, n: u64) -> Vec<u64> {
-    if let Ok(s) = std::env::var("MEMWAL_CHAOS_SEED") {
-        return vec![s.parse().expect("MEMWAL_CHAOS_SEED is a u64")];
-    }
-    (0..n).map(|i| base + i).collect()
-}
-
-/// SplitMix64: every random choice of a run comes from its seed.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len() as u64) as usize]
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn fork(&mut self) -> Rng {
-        Rng(self.next())
-    }
+/// The seeds to run: `MEMWAL_CHAOS_SEED`, or `n` seeds from `base` on.
+fn chaos_seeds(base: u64, n: u64) -> Vec<u64> {
+    seeds("MEMWAL_CHAOS_SEED", base..base + n)
 }
 
 #[derive(Debug, Clone)]
@@ -205,7 +166,7 @@ struct Plan {
 }
 
 fn plan(seed: u64) -> Plan {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     let mut fail_before = r.pick(&[0.0, 0.01, 0.03, 0.08]);
     let fail_after = r.pick(&[0.0, 0.01, 0.03, 0.08]);
     if fail_before == 0.0 && fail_after == 0.0 {
@@ -378,7 +339,7 @@ async fn open_under_chaos(
 /// Runs one seed on `backend`; returns the violations found.
 async fn run_seed(backend: &Backend, seed: u64) -> Vec<String> {
     let p = plan(seed);
-    let mut r = Rng(seed ^ 0x5EED);
+    let mut r = Rng::new(seed ^ 0x5EED);
     let h = Arc::new(History::default());
     let mut counts = Counts::default();
     let shard = Shard::new(&backend.store);
@@ -605,40 +566,31 @@ fn check_history(puts: &[PutRecord], required: &BTreeSet<i32>, got: &[i32]) -> V
     v
 }
 
-fn report(found: Vec<String>) {
-    assert!(
-        found.is_empty(),
-        "{} violations:\n{}",
-        found.len(),
-        found.join("\n")
-    );
-}
-
-/// R4: in memory, on one thread with paused time, many seeds of faults and latency.
+/// In memory, on one thread with paused time, many seeds of faults and latency.
 #[tokio::test(start_paused = true)]
 async fn acknowledged_puts_survive_a_failing_store_in_memory() {
     let n = if long() { 300 } else { 12 };
     let mut found = Vec::new();
-    for seed in seeds(1, n) {
+    for seed in chaos_seeds(1, n) {
         let backend = Backend::memory();
         found.extend(run_seed(&backend, seed).await);
     }
-    report(found);
+    assert_no_violations(found);
 }
 
-/// R4: the same on the local store (real files, fsync, real time).
+/// The same on the local store (real files, fsync, real time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_puts_survive_a_failing_local_store() {
     let n = if long() { 8 } else { 1 };
     let mut found = Vec::new();
-    for seed in seeds(10_001, n) {
+    for seed in chaos_seeds(10_001, n) {
         let backend = Backend::local();
         found.extend(run_seed(&backend, seed).await);
     }
-    report(found);
+    assert_no_violations(found);
 }
 
-/// R4: the history checker itself reports each kind of violation (so a clean run means
+/// The history checker itself reports each kind of violation (so a clean run means
 /// something).
 #[test]
 fn the_history_checker_finds_each_kind_of_violation() {
@@ -684,102 +636,35 @@ fn the_history_checker_finds_each_kind_of_violation() {
     );
 }
 
-/// Fails the next `n` reads of WAL entries (set with `fail_wal_gets`), else forwards.
-#[derive(Debug)]
-struct FlakyWalReads {
-    inner: Arc<dyn ObjectStore>,
-    fail_wal_gets: AtomicU64,
-}
-
-impl fmt::Display for FlakyWalReads {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FlakyWalReads({})", self.inner)
-    }
-}
+/// Fails the next `n` reads of WAL entries (set `n` with `.0.store(n)`).
+#[derive(Default)]
+struct FailWalReads(AtomicU64);
 
 #[async_trait]
-impl ObjectStore for FlakyWalReads {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        let wal = location.parts().any(|p| p.as_ref() == "wal");
-        if wal
+impl Hooks for FailWalReads {
+    async fn get(&self, inner: &dyn ObjectStore, get: Get<'_>) -> StoreResult<GetResult> {
+        if is_wal(get.location)
             && self
-                .fail_wal_gets
+                .0
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
-            return Err(object_store::Error::Generic {
-                store: "flaky",
-                source: format!("injected read failure at {location}").into(),
-            });
+            return Err(injected(
+                "flaky",
+                format!("injected read failure at {}", get.location),
+            ));
         }
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[std::ops::Range<u64>],
-    ) -> object_store::Result<Vec<bytes::Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-    async fn rename_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+        get.forward(inner).await
     }
 }
 
-/// R4: a WAL append whose response was lost is resolved by reading the slot back; when that
+/// A WAL append whose response was lost is resolved by reading the slot back; when that
 /// read fails too, the append retries the read instead of fencing the writer over its own
 /// write (reference §3.2 resolves nothing and fences; memwal resolves by content).
 #[tokio::test(start_paused = true)]
 async fn a_lost_ack_whose_read_back_fails_is_retried_not_fenced() {
-    let flaky = Arc::new(FlakyWalReads {
-        inner: Arc::new(InMemory::new()),
-        fail_wal_gets: AtomicU64::new(0),
-    });
-    let store = Store::from_object_store(flaky.clone(), Path::default(), "flaky");
+    let flaky = Forwarding::in_memory(FailWalReads::default());
+    let store = flaky.store("flaky");
     let shard = Shard::new(&store);
     let w = shard.open(durable()).await;
     w.put(vec![batch([0])]).await.unwrap();
@@ -787,13 +672,9 @@ async fn a_lost_ack_whose_read_back_fails_is_retried_not_fenced() {
     // first two reads of it fail.
     store.faults().set_lost_ack(true);
     store.faults().fail_wal_puts(1);
-    flaky.fail_wal_gets.store(2, Ordering::SeqCst);
+    flaky.hooks.0.store(2, Ordering::SeqCst);
     w.put(vec![batch([1, 2])]).await.unwrap();
-    assert_eq!(
-        flaky.fail_wal_gets.load(Ordering::SeqCst),
-        0,
-        "reads were failed"
-    );
+    assert_eq!(flaky.hooks.0.load(Ordering::SeqCst), 0, "reads were failed");
     w.put(vec![batch([3])]).await.unwrap();
     w.abort().await.unwrap();
     shard.assert_recovered([0, 1, 2, 3]).await;

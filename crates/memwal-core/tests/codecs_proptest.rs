@@ -1,4 +1,4 @@
-//! R8 (property tests): the codecs round-trip, and their decoders never panic on any input.
+//! Property tests of the codecs: they round-trip, and their decoders never panic on any input.
 //! - WAL entries (`encode_entry` / `encode_sentinel` / `decode_entry`) over random batches of
 //!   Int32, Int64 and Utf8 columns, nullable or not, and random epochs; arbitrary bytes and
 //!   damaged encodings decode to `Ok` or to `Corrupt` naming the object.
@@ -260,7 +260,7 @@ fn read_planted(version: u64, bytes: Vec<u8>) -> Result<Option<ShardManifest>, T
 proptest! {
     #![proptest_config(config())]
 
-    /// R8: every WAL entry decodes to exactly its epoch and batches.
+    /// Every WAL entry decodes to exactly its epoch and batches.
     #[test]
     fn wal_entries_round_trip(epoch in any::<u64>(), position in 1u64.., batches in batches()) {
         let bytes = encode_entry(epoch, &batches).unwrap();
@@ -273,7 +273,7 @@ proptest! {
         prop_assert_eq!(&e.batches, &batches);
     }
 
-    /// R8: every fence sentinel decodes to its epoch and no batches.
+    /// Every fence sentinel decodes to its epoch and no batches.
     #[test]
     fn fence_sentinels_round_trip(epoch in any::<u64>()) {
         let e = decode_entry(3, OBJECT, encode_sentinel(epoch).unwrap()).unwrap();
@@ -282,7 +282,7 @@ proptest! {
         prop_assert!(e.batches.is_empty());
     }
 
-    /// R8: arbitrary bytes (with or without a plausible IPC prefix) never panic the decoder.
+    /// Arbitrary bytes (with or without a plausible IPC prefix) never panic the decoder.
     #[test]
     fn arbitrary_bytes_decode_to_ok_or_corrupt(
         prefix in any::<bool>(),
@@ -298,7 +298,7 @@ proptest! {
         decodes_or_is_corrupt(bytes)?;
     }
 
-    /// R8: a damaged entry (bits flipped, cut short, bytes inserted) decodes to `Corrupt`, or
+    /// A damaged entry (bits flipped, cut short, bytes inserted) decodes to `Corrupt`, or
     /// to rows that are exactly the ones encoded; the decoder never panics.
     #[test]
     fn damaged_entries_decode_to_their_rows_or_corrupt(
@@ -325,7 +325,7 @@ proptest! {
         }
     }
 
-    /// R8: one damaged byte anywhere in an entry (schema message included) is always
+    /// One damaged byte anywhere in an entry (schema message included) is always
     /// reported as corrupt.
     #[test]
     fn one_damaged_byte_is_always_corrupt(
@@ -340,7 +340,7 @@ proptest! {
         prop_assert_eq!(e.code(), ErrorCode::Corrupt, "{}", e);
     }
 
-    /// R8: every manifest version reads back exactly as written.
+    /// Every manifest version reads back exactly as written.
     #[test]
     fn manifests_round_trip(m in manifest()) {
         let raw = Arc::new(InMemory::new());
@@ -355,7 +355,7 @@ proptest! {
         })?;
     }
 
-    /// R8: arbitrary bytes at a manifest path read as that version or as `Corrupt`.
+    /// Arbitrary bytes at a manifest path read as that version or as `Corrupt`.
     #[test]
     fn arbitrary_manifest_bytes_read_as_that_version_or_corrupt(
         version in 1u64..,
@@ -364,7 +364,7 @@ proptest! {
         read_planted(version, bytes)?;
     }
 
-    /// R8: a damaged manifest reads as `Corrupt`, or as exactly what was written (one byte
+    /// A damaged manifest reads as `Corrupt`, or as exactly what was written (one byte
     /// damaged) or a version of its own name (several edits); never a panic.
     #[test]
     fn damaged_manifests_read_as_written_or_corrupt(
@@ -386,7 +386,7 @@ proptest! {
         }
     }
 
-    /// R8: bit-reversed names round-trip for every number and extension.
+    /// Bit-reversed names round-trip for every number and extension.
     #[test]
     fn bitrev64_names_round_trip(n in any::<u64>(), ext in "[a-z0-9]{1,8}") {
         let name = bitrev64_name(n, &ext);
@@ -394,7 +394,7 @@ proptest! {
         prop_assert_eq!(parse_bitrev64_name(&name), Some(n));
     }
 
-    /// R8: parsing any name never panics, and accepts only `<64 binary digits>.<alnum ext>`,
+    /// Parsing any name never panics, and accepts only `<64 binary digits>.<alnum ext>`,
     /// exactly as `bitrev64_name` would print that number.
     #[test]
     fn only_bitrev64_names_parse(name in "[01]{60,66}(\\.[a-z0-9#%.]{0,6})?|\\PC{0,80}") {

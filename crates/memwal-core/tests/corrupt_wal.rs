@@ -1,6 +1,6 @@
-//! R3: torn and corrupt WAL entries, leftover staging files, and damaged generation files and
-//! manifest versions. Recovery (`ShardWriter::open` + `scan`, `ShardReader::open` + `scan`,
-//! `WalTailer`) must either ignore what was never published, or fail loudly with
+//! Recovery from torn and corrupt WAL entries, leftover staging files, and damaged generation
+//! files and manifest versions. Recovery (`ShardWriter::open` + `scan`, `ShardReader::open` +
+//! `scan`, `WalTailer`) must either ignore what was never published, or fail loudly with
 //! `ErrorCode::Corrupt` naming the damaged object. It must never return a row that was not
 //! put, and never silently drop an acknowledged one: when it succeeds, it returns exactly the
 //! acknowledged rows.
@@ -37,7 +37,7 @@ const PARALLEL: usize = 8;
 const LOCAL_CI_VARIANTS: usize = 16;
 
 fn long() -> bool {
-    std::env::var("MEMWAL_CORRUPT_LONG").is_ok_and(|v| v == "1")
+    long_run("MEMWAL_CORRUPT_LONG")
 }
 
 type Row = (i32, Option<String>);
@@ -313,15 +313,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> std::ops::Range<usize> {
     at..at + needle.len()
 }
 
-fn assert_none(found: Vec<String>) {
-    assert!(
-        found.is_empty(),
-        "{} violations:\n{}",
-        found.len(),
-        found.join("\n")
-    );
-}
-
 /// The byte ranges of the newest entry: its schema message (with the checksum metadata key and
 /// value, and the epoch value), its body, its end-of-stream marker.
 struct EntryLayout {
@@ -349,7 +340,7 @@ fn layout(bytes: &[u8]) -> EntryLayout {
     }
 }
 
-/// R3: a torn newest WAL entry, cut at many offsets, fails recovery loudly and never loses or
+/// A torn newest WAL entry, cut at many offsets, fails recovery loudly and never loses or
 /// invents a row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_newest_wal_entry_fails_loudly_at_every_offset() {
@@ -357,11 +348,11 @@ async fn a_torn_newest_wal_entry_fails_loudly_at_every_offset() {
         let base = Baseline::new(backend).await;
         let target = base.paths().wal_entry(5);
         let bytes = base.bytes_of(&target);
-        assert_none(base.damage(&target, truncations(&bytes, 23)).await);
+        assert_no_violations(base.damage(&target, truncations(&bytes, 23)).await);
     }
 }
 
-/// R3: bit flips in the newest WAL entry (its length prefix, schema message, checksum and
+/// Bit flips in the newest WAL entry (its length prefix, schema message, checksum and
 /// epoch metadata, body and end-of-stream marker) are reported as corrupt, or are harmless and
 /// recover exactly the acknowledged rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,11 +377,11 @@ async fn bit_flips_in_the_newest_wal_entry_never_change_recovered_rows() {
                 "too few flips in the {what}"
             );
         }
-        assert_none(base.damage(&target, flips(&bytes, at)).await);
+        assert_no_violations(base.damage(&target, flips(&bytes, at)).await);
     }
 }
 
-/// R3: a damaged entry in the middle of the WAL fails recovery instead of silently ending the
+/// A damaged entry in the middle of the WAL fails recovery instead of silently ending the
 /// WAL there (which would drop the acknowledged entry after it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_entry_mid_wal_fails_loudly_instead_of_ending_the_wal() {
@@ -401,11 +392,11 @@ async fn a_damaged_entry_mid_wal_fails_loudly_instead_of_ending_the_wal() {
         let l = layout(&bytes);
         let mut variants = truncations(&bytes, bytes.len() / 5);
         variants.extend(flips(&bytes, sample(l.body.clone(), 17)));
-        assert_none(base.damage(&target, variants).await);
+        assert_no_violations(base.damage(&target, variants).await);
     }
 }
 
-/// R3: a damaged generation Parquet file fails every scan that reads it with `Corrupt` naming
+/// A damaged generation Parquet file fails every scan that reads it with `Corrupt` naming
 /// the file, or leaves the rows intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_generation_file_fails_loudly() {
@@ -415,11 +406,11 @@ async fn a_damaged_generation_file_fails_loudly() {
         let bytes = base.bytes_of(&target);
         let mut variants = truncations(&bytes, 97);
         variants.extend(flips(&bytes, sample(0..bytes.len(), 11)));
-        assert_none(base.damage(&target, variants).await);
+        assert_no_violations(base.damage(&target, variants).await);
     }
 }
 
-/// R3: a damaged latest manifest version (cut anywhere, or any bit flipped) fails recovery
+/// A damaged latest manifest version (cut anywhere, or any bit flipped) fails recovery
 /// with `Corrupt` naming it, or is harmless.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_manifest_version_fails_loudly() {
@@ -429,7 +420,7 @@ async fn a_damaged_manifest_version_fails_loudly() {
         let bytes = base.bytes_of(&target);
         let mut variants = truncations(&bytes, 3);
         variants.extend(flips(&bytes, sample(0..bytes.len(), 3)));
-        assert_none(base.damage(&target, variants).await);
+        assert_no_violations(base.damage(&target, variants).await);
     }
 }
 
@@ -485,7 +476,7 @@ async fn plant_staging_files(b: &Backend, base: &Baseline) {
     }
 }
 
-/// R3: staging files left behind in the WAL and manifest directories are ignored by readers,
+/// Staging files left behind in the WAL and manifest directories are ignored by readers,
 /// tailers and writers, and a writer that opens over them keeps appending where the WAL really
 /// ends, so a later recovery finds its acknowledged rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -494,7 +485,7 @@ async fn leftover_staging_files_are_ignored() {
         let base = Baseline::new(backend).await;
         let b = base.restore().await;
         plant_staging_files(&b, &base).await;
-        assert_none(base.recover(&b, "<nothing published is damaged>").await);
+        assert_no_violations(base.recover(&b, "<nothing published is damaged>").await);
 
         let shard = Shard {
             store: b.store.clone(),
@@ -513,7 +504,7 @@ async fn leftover_staging_files_are_ignored() {
     }
 }
 
-/// R3: with more WAL entries than tip discovery probes one by one (so it lists the WAL), an
+/// With more WAL entries than tip discovery probes one by one (so it lists the WAL), an
 /// `object_store` staging file at the tip (`<tip>.arrow#1`, an append that never completed)
 /// must not be taken for an entry: the next writer would leave a hole there and every entry
 /// it appends after the hole would be invisible to recovery.

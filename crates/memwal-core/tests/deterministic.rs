@@ -1,5 +1,5 @@
-//! R8 (deterministic simulation): the per-put completion cells and the WAL flush handler under
-//! a seeded scheduler. Everything runs on one current-thread Tokio runtime with paused time;
+//! A deterministic simulation of the per-put completion cells and the WAL flush handler under a
+//! seeded scheduler. Everything runs on one current-thread Tokio runtime with paused time;
 //! the store is in memory, and its WAL operations get seeded latency, failures before they
 //! apply and lost responses after they apply. Many concurrent durable puts (`put` and
 //! `put_no_wait`) race random `force_seal_active` calls; every choice comes from one seed.
@@ -31,62 +31,29 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures::stream::BoxStream;
 use memwal_core::store::parse_bitrev64_name;
 use memwal_core::wal::entry::decode_entry;
-use memwal_core::{Error, ErrorCode, FenceReason, ShardWriter, Store, WriterConfig};
-use object_store::memory::InMemory;
+use memwal_core::{Error, ErrorCode, FenceReason, ShardWriter, WriterConfig};
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-};
+use object_store::{GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, PutResult};
+use support::forwarding::{Forwarding, Get, Hooks, Put, StoreResult, injected, is_wal};
+use support::seeded::{Rng, mix, seeds};
 use support::*;
 use tokio::time::Instant;
 
 fn long() -> bool {
-    std::env::var("MEMWAL_DST_LONG").is_ok_and(|v| v == "1")
+    long_run("MEMWAL_DST_LONG")
 }
 
-fn seeds(n: u64) -> Vec<u64> {
-    if let Ok(s) = std::env::var("MEMWAL_DST_SEED") {
-        return vec![s.parse().expect("MEMWAL_DST_SEED is a u64")];
-    }
-    (1..=n).collect()
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// SplitMix64.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn fork(&mut self) -> Rng {
-        Rng(self.next())
-    }
+/// The seeds to run: `MEMWAL_DST_SEED`, or seeds 1 to `n`.
+fn dst_seeds(n: u64) -> Vec<u64> {
+    seeds("MEMWAL_DST_SEED", 1..n + 1)
 }
 
 /// Seeded faults of the WAL: probabilities in percent, latencies in microseconds.
@@ -105,10 +72,8 @@ enum Op {
     Put,
 }
 
-/// An in-memory store whose WAL operations have seeded fates (see the module docs).
-#[derive(Debug)]
-struct SeededStore {
-    inner: Arc<InMemory>,
+/// Seeded fates for the WAL operations of an in-memory store (see the module docs).
+struct SeededFates {
     faults: WalFaults,
     touched: Mutex<HashMap<(Op, String), u64>>,
     /// Faults are on only while the puts run.
@@ -121,9 +86,9 @@ struct Fate {
     fail_after: bool,
 }
 
-impl SeededStore {
+impl SeededFates {
     fn fate(&self, op: Op, path: &Path) -> Option<Fate> {
-        if !self.on.load(Ordering::SeqCst) || !path.parts().any(|p| p.as_ref() == "wal") {
+        if !self.on.load(Ordering::SeqCst) || !is_wal(path) {
             return None;
         }
         let key = (op, path.to_string());
@@ -137,7 +102,7 @@ impl SeededStore {
         let name_hash = key.1.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         });
-        let mut r = Rng(mix(f.seed ^ mix(name_hash ^ mix(nth ^ (op as u64) << 56))));
+        let mut r = Rng::new(mix(f.seed ^ mix(name_hash ^ mix(nth ^ (op as u64) << 56))));
         let delay = f.latency_us + r.below(f.jitter_us + 1);
         let fail_before = r.below(100) < f.fail_before;
         let fail_after = op == Op::Put && !fail_before && r.below(100) < f.fail_after;
@@ -154,96 +119,38 @@ impl SeededStore {
         };
         tokio::time::sleep(fate.delay).await;
         if fate.fail_before {
-            return Err(injected(path, "before apply"));
+            return Err(injected_at(path, "before apply"));
         }
         Ok(fate.fail_after)
     }
 }
 
-fn injected(path: &Path, when: &str) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "seeded",
-        source: format!("injected failure ({when}) at {path}").into(),
-    }
-}
-
-impl fmt::Display for SeededStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SeededStore")
-    }
+fn injected_at(path: &Path, when: &str) -> object_store::Error {
+    injected("seeded", format!("injected failure ({when}) at {path}"))
 }
 
 #[async_trait]
-impl ObjectStore for SeededStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
+impl Hooks for SeededFates {
+    async fn put(&self, inner: &dyn ObjectStore, put: Put<'_>) -> StoreResult<PutResult> {
+        let location = put.location;
         let lose_response = self.before(Op::Put, location).await?;
-        let r = self.inner.put_opts(location, payload, opts).await;
+        let r = put.forward(inner).await;
         if lose_response {
-            return Err(injected(location, "after apply, response lost"));
+            return Err(injected_at(location, "after apply, response lost"));
         }
         r
     }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.before(Op::Get, location).await?;
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[Range<u64>],
-    ) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-    async fn rename_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+
+    async fn get(&self, inner: &dyn ObjectStore, get: Get<'_>) -> StoreResult<GetResult> {
+        self.before(Op::Get, get.location).await?;
+        get.forward(inner).await
     }
 }
 
 /// The WAL as the raw store holds it right now: position → (epoch, ids). Decoded entries are
 /// cached (an entry is written once, ever).
 struct WalView {
-    raw: Arc<InMemory>,
+    raw: Arc<dyn ObjectStore>,
     wal_dir: Path,
     cache: Mutex<BTreeMap<u64, (u64, Vec<i32>)>>,
 }
@@ -474,7 +381,7 @@ async fn client(sim: Arc<Sim>, me: u64, mut r: Rng, ops: u64) {
 }
 
 async fn simulate(seed: u64) -> Run {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     let faults = WalFaults {
         seed,
         fail_before: r.below(8),
@@ -482,14 +389,12 @@ async fn simulate(seed: u64) -> Run {
         latency_us: r.below(2000),
         jitter_us: r.below(5000),
     };
-    let raw = Arc::new(InMemory::new());
-    let seeded = Arc::new(SeededStore {
-        inner: raw.clone(),
+    let seeded = Forwarding::in_memory(SeededFates {
         faults,
         touched: Mutex::new(HashMap::new()),
         on: AtomicBool::new(false),
     });
-    let store = Store::from_object_store(seeded.clone(), Path::default(), "memory://seeded");
+    let store = seeded.store("memory://seeded");
     let shard = Shard {
         store: store.clone(),
         id: uuid::Uuid::from_u64_pair(seed, 0x5EED),
@@ -502,11 +407,11 @@ async fn simulate(seed: u64) -> Run {
     };
     // The faults start once the writer is open (opening is not what this test is about).
     let w = shard.open(config.clone()).await;
-    seeded.on.store(true, Ordering::SeqCst);
+    seeded.hooks.on.store(true, Ordering::SeqCst);
     let sim = Arc::new(Sim {
         w,
         wal: WalView {
-            raw,
+            raw: seeded.inner.clone(),
             wal_dir: store.shard_paths(shard.id).wal_dir(),
             cache: Mutex::new(BTreeMap::new()),
         },
@@ -546,7 +451,7 @@ async fn simulate(seed: u64) -> Run {
         }
     }
     sim.w.abort().await.unwrap();
-    seeded.on.store(false, Ordering::SeqCst);
+    seeded.hooks.on.store(false, Ordering::SeqCst);
 
     // Every put exactly once or not at all; nothing else.
     let wal = sim.wal.read().await;
@@ -619,7 +524,7 @@ fn run_seed(seed: u64) -> Run {
         .block_on(simulate(seed))
 }
 
-/// R8: completion cells and the flush handler keep their invariants under every seed, and a
+/// Completion cells and the flush handler keep their invariants under every seed, and a
 /// seed replays to the same trace.
 #[test]
 fn seeded_schedules_keep_the_completion_invariants_and_replay_identically() {
@@ -627,7 +532,7 @@ fn seeded_schedules_keep_the_completion_invariants_and_replay_identically() {
     let mut found = Vec::new();
     let mut distinct = std::collections::HashSet::new();
     let mut poisoned = 0;
-    for seed in seeds(n) {
+    for seed in dst_seeds(n) {
         let first = run_seed(seed);
         let second = run_seed(seed);
         for v in &first.violations {
@@ -660,7 +565,7 @@ fn seeded_schedules_keep_the_completion_invariants_and_replay_identically() {
         found.len(),
         found.join("\n")
     );
-    if seeds(2).len() > 1 {
+    if dst_seeds(2).len() > 1 {
         assert_eq!(
             distinct.len(),
             n as usize,

@@ -6,18 +6,8 @@
 mod support;
 
 use memwal_core::wal::entry::{encode_entry, encode_sentinel};
-use memwal_core::{ErrorCode, FenceReason, WriterConfig};
+use memwal_core::{FenceReason, WriterConfig};
 use support::*;
-
-fn assert_peer_claimed(e: &memwal_core::Error) {
-    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
-    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-    assert!(
-        e.to_string()
-            .starts_with("Writer fenced (peer claimed epoch): "),
-        "{e}"
-    );
-}
 
 // Reference §8.2 scenario 25 (WAL-only config, as in the reference).
 #[tokio::test]

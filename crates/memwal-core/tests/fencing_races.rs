@@ -1,4 +1,4 @@
-//! R5: a peer claims the shard at the worst moments, ordered with named pause points (never
+//! A peer claims the shard at the worst moments, ordered with named pause points (never
 //! with sleeps): mid-stream, during replay, between encoding an entry and its PUT, and across
 //! a rotation. The old writer's in-flight durable puts reject, no row it appended after the
 //! fence is replayed, and every row it acknowledged survives exactly once.

@@ -4,133 +4,47 @@
 
 mod support;
 
-use std::fmt;
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use memwal_core::manifest::{FlushedGeneration, ManifestStore, ShardManifest, ShardStatus};
 use memwal_core::{ErrorCode, ShardReader, Store};
-use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-};
+use object_store::{GetResult, ObjectStore, ObjectStoreExt, PutPayload};
+use support::forwarding::{Forwarding, Get, Hooks, StoreResult, injected};
 use support::*;
 
-/// An in-memory store that counts manifest-version HEADs and can make them fail (a transient
-/// 503), to observe how the latest version is found.
-struct ProbedStore {
-    inner: InMemory,
-    manifest_heads: AtomicU64,
-    fail_manifest_heads: AtomicBool,
+/// Counts manifest-version HEADs and can make them fail (a transient 503), to observe how the
+/// latest version is found.
+#[derive(Default)]
+struct ManifestHeads {
+    count: AtomicU64,
+    fail: AtomicBool,
 }
 
 fn is_manifest_version(path: &Path) -> bool {
     path.as_ref().contains("/manifest/") && path.as_ref().ends_with(".binpb")
 }
 
-impl fmt::Debug for ProbedStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProbedStore")
-    }
-}
-
-impl fmt::Display for ProbedStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProbedStore")
-    }
-}
-
 #[async_trait]
-impl ObjectStore for ProbedStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        if options.head && is_manifest_version(location) {
-            self.manifest_heads.fetch_add(1, Ordering::SeqCst);
-            if self.fail_manifest_heads.load(Ordering::SeqCst) {
-                return Err(object_store::Error::Generic {
-                    store: "probed",
-                    source: "503 Service Unavailable (injected)".into(),
-                });
+impl Hooks for ManifestHeads {
+    async fn get(&self, inner: &dyn ObjectStore, get: Get<'_>) -> StoreResult<GetResult> {
+        if get.options.head && is_manifest_version(get.location) {
+            self.count.fetch_add(1, Ordering::SeqCst);
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(injected(
+                    "probed",
+                    "503 Service Unavailable (injected)".into(),
+                ));
             }
         }
-        self.inner.get_opts(location, options).await
-    }
-
-    async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[Range<u64>],
-    ) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-
-    async fn rename_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+        get.forward(inner).await
     }
 }
+
+type ProbedStore = Forwarding<ManifestHeads>;
 
 /// A manifest as `claim_epoch`/`commit_update` return it: the stored checksum is not set.
 fn without_checksum(m: ShardManifest) -> ShardManifest {
@@ -141,12 +55,8 @@ fn without_checksum(m: ShardManifest) -> ShardManifest {
 }
 
 fn probed() -> (Arc<ProbedStore>, Store) {
-    let probed = Arc::new(ProbedStore {
-        inner: InMemory::new(),
-        manifest_heads: AtomicU64::new(0),
-        fail_manifest_heads: AtomicBool::new(false),
-    });
-    let store = Store::from_object_store(probed.clone(), Path::default(), "memory://probed");
+    let probed = Forwarding::in_memory(ManifestHeads::default());
+    let store = probed.store("memory://probed");
     (probed, store)
 }
 
@@ -308,7 +218,7 @@ async fn a_failed_head_is_an_error_never_the_end_of_the_versions() {
     w.put(vec![batch([1])]).await.unwrap();
     let before = shard.manifest().await;
 
-    probed.fail_manifest_heads.store(true, Ordering::SeqCst);
+    probed.hooks.fail.store(true, Ordering::SeqCst);
     let e = w.check_fenced().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Io, "{e}");
     assert!(e.to_string().contains("manifest"), "{e}");
@@ -325,7 +235,7 @@ async fn a_failed_head_is_an_error_never_the_end_of_the_versions() {
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Io, "{e}");
 
-    probed.fail_manifest_heads.store(false, Ordering::SeqCst);
+    probed.hooks.fail.store(false, Ordering::SeqCst);
     assert_eq!(
         shard.manifest().await,
         before,
@@ -360,9 +270,9 @@ async fn finding_the_latest_version_costs_heads_logarithmic_in_the_hint_lag() {
     for (lag, successor_heads) in [(0, 2), (1, 2), (10, 14), (100, 126)] {
         let planted = format!("{{\"version\":{}}}", latest - lag);
         store_put(&probed, &hint, planted).await;
-        probed.manifest_heads.store(0, Ordering::SeqCst);
+        probed.hooks.count.store(0, Ordering::SeqCst);
         assert_eq!(h.latest_version().await.unwrap(), latest);
-        let heads = probed.manifest_heads.load(Ordering::SeqCst);
+        let heads = probed.hooks.count.load(Ordering::SeqCst);
         assert_eq!(heads, 1 + successor_heads, "lag {lag}");
     }
 }

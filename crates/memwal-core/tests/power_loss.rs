@@ -1,4 +1,4 @@
-//! R2: simulated power loss. The shard lives on [`SimFs`], which remembers what was synced
+//! Acknowledged rows survive a simulated power loss. The shard lives on [`SimFs`], which remembers what was synced
 //! (file data and directory entries). Each scenario runs once to count its persistence points,
 //! then once per point with the power cut right there; the disk a reboot would find is then
 //! reopened and checked against the history of acknowledgements:
@@ -229,7 +229,7 @@ fn sequences(alphabet: &[Op], max_len: usize) -> Vec<Vec<Op>> {
 }
 
 fn long() -> bool {
-    std::env::var("MEMWAL_POWER_LOSS_LONG").is_ok_and(|v| v == "1")
+    long_run("MEMWAL_POWER_LOSS_LONG")
 }
 
 // Every sequence of up to 3 (long: 4) operations, crashing at every persistence point, for a
@@ -241,12 +241,7 @@ async fn durable_acknowledgements_survive_power_loss_at_every_sync() {
     for ops in sequences(&[Op::Put, Op::Seal, Op::Failover, Op::Reopen], len) {
         found.extend(crash_everywhere(&ops, true, true, &[CrashMode::DropUnsynced]).await);
     }
-    assert!(
-        found.is_empty(),
-        "{} violations:\n{}",
-        found.len(),
-        found.join("\n")
-    );
+    assert_no_violations(found);
 }
 
 // The same for non-durable puts made durable by flush, a generation flush or close.
@@ -257,12 +252,7 @@ async fn flushed_non_durable_puts_survive_power_loss_at_every_sync() {
     for ops in sequences(&[Op::Put, Op::Flush, Op::Seal, Op::Reopen], len) {
         found.extend(crash_everywhere(&ops, false, true, &[CrashMode::DropUnsynced]).await);
     }
-    assert!(
-        found.is_empty(),
-        "{} violations:\n{}",
-        found.len(),
-        found.join("\n")
-    );
+    assert_no_violations(found);
 }
 
 // File systems may persist part of what was not synced (ALICE): random subsets of unsynced
@@ -281,12 +271,7 @@ async fn random_partial_persistence_of_unsynced_state_is_recovered() {
     for (ops, durable) in scenarios {
         found.extend(crash_everywhere(ops, *durable, true, &seeds).await);
     }
-    assert!(
-        found.is_empty(),
-        "{} violations:\n{}",
-        found.len(),
-        found.join("\n")
-    );
+    assert_no_violations(found);
 }
 
 // The mutation check: with syncing switched off (as `object_store`'s LocalFileSystem does by

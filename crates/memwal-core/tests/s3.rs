@@ -20,16 +20,6 @@ use support::*;
 
 const WAL_KEYS: &str = "/wal/";
 
-fn assert_peer_claimed(e: &memwal_core::Error) {
-    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
-    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-    assert!(
-        e.to_string()
-            .starts_with("Writer fenced (peer claimed epoch): "),
-        "{e}"
-    );
-}
-
 /// Every acknowledged id is recovered exactly once, and nothing else is.
 async fn assert_acked_recovered_once(shard: &Shard, acked: &[i32]) {
     let got = shard.recovered_ids().await;

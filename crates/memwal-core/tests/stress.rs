@@ -24,9 +24,10 @@ struct Outcome {
 }
 
 fn scale() -> (i32, i32) {
-    match std::env::var("MEMWAL_STRESS_LONG").as_deref() {
-        Ok("1") => (16, 500),
-        _ => (8, 50),
+    if long_run("MEMWAL_STRESS_LONG") {
+        (16, 500)
+    } else {
+        (8, 50)
     }
 }
 

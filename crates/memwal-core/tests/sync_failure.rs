@@ -1,6 +1,6 @@
-//! R9: an `fsync` failure (fsyncgate). An injected sync error must reject every put its WAL
-//! entry covers, never be retried and trusted, and poison the writer; reopening replays
-//! correctly.
+//! A failed `fsync` is never trusted (PostgreSQL's "fsyncgate"). An injected sync error must
+//! reject every put its WAL entry covers, never be retried and trusted, and poison the writer;
+//! reopening replays correctly.
 
 mod support;
 

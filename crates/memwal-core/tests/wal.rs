@@ -4,11 +4,14 @@
 mod support;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use memwal_core::wal::entry::encode_entry;
 use memwal_core::{ErrorCode, FenceReason, ShardReader, WriterConfig};
+use object_store::{ObjectStore, PutResult};
+use support::forwarding::{Forwarding, Hooks, Put, StoreResult, is_wal};
 use support::*;
 
 // Reference §8.3 scenario 56: appends land at 1, 2, …; the tailer reads them back with their
@@ -497,38 +500,20 @@ async fn a_sentinel_that_cannot_be_written_fails_the_open() {
 }
 
 /// A store whose client retries a WAL put internally after losing the first response: the put
-/// lands, and the retry reports the slot as taken (S3's 412 on `If-None-Match: *`).
-#[derive(Debug)]
-struct RetriedInsideTheClient {
-    inner: Arc<dyn object_store::ObjectStore>,
-    remaining: std::sync::atomic::AtomicU32,
-}
-
-impl std::fmt::Display for RetriedInsideTheClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RetriedInsideTheClient")
-    }
-}
+/// lands, and the retry reports the slot as taken (S3's 412 on `If-None-Match: *`). Does this
+/// to the next `n` WAL puts.
+struct RetriedInsideTheClient(AtomicU32);
 
 #[async_trait::async_trait]
-impl object_store::ObjectStore for RetriedInsideTheClient {
-    async fn put_opts(
-        &self,
-        location: &object_store::path::Path,
-        payload: object_store::PutPayload,
-        opts: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        let wal = location.parts().any(|p| p.as_ref() == "wal");
-        let take = wal
+impl Hooks for RetriedInsideTheClient {
+    async fn put(&self, inner: &dyn ObjectStore, put: Put<'_>) -> StoreResult<PutResult> {
+        let location = put.location;
+        let take = is_wal(location)
             && self
-                .remaining
-                .fetch_update(
-                    std::sync::atomic::Ordering::SeqCst,
-                    std::sync::atomic::Ordering::SeqCst,
-                    |n| n.checked_sub(1),
-                )
+                .0
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
-        let r = self.inner.put_opts(location, payload, opts).await?;
+        let r = put.forward(inner).await?;
         if take {
             return Err(object_store::Error::AlreadyExists {
                 path: location.to_string(),
@@ -537,49 +522,6 @@ impl object_store::ObjectStore for RetriedInsideTheClient {
         }
         Ok(r)
     }
-    async fn put_multipart_opts(
-        &self,
-        location: &object_store::path::Path,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &object_store::path::Path,
-        options: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<
-            'static,
-            object_store::Result<object_store::path::Path>,
-        >,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(
-        &self,
-        prefix: Option<&object_store::path::Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&object_store::path::Path>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &object_store::path::Path,
-        to: &object_store::path::Path,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
 }
 
 // A lost response hidden by the object store client's own retry shows up as "slot taken" on
@@ -587,15 +529,8 @@ impl object_store::ObjectStore for RetriedInsideTheClient {
 // nothing is duplicated, and the writer is not poisoned.
 #[tokio::test]
 async fn a_put_retried_inside_the_client_is_recognised_as_ours() {
-    let raw: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
-    let store = memwal_core::Store::from_object_store(
-        Arc::new(RetriedInsideTheClient {
-            inner: raw,
-            remaining: std::sync::atomic::AtomicU32::new(2),
-        }),
-        object_store::path::Path::default(),
-        "retrying-client",
-    );
+    let store =
+        Forwarding::in_memory(RetriedInsideTheClient(AtomicU32::new(2))).store("retrying-client");
     let shard = Shard::new(&store);
     let w = shard.open(durable()).await;
     w.put(vec![batch([1])]).await.unwrap();

@@ -1,5 +1,18 @@
-//! Shared harness for memwal-core integration tests.
+//! Shared harness for memwal-core integration tests: the test schema and batches, a
+//! [`Backend`] per store kind, the usual writer configs, a [`Shard`] with the checks most
+//! tests make, and waits that fail instead of hanging. Each test file includes it with
+//! `mod support;` and uses what it needs, hence `dead_code` is allowed here.
+//!
+//! - [`forwarding`]: an `ObjectStore` wrapper with hooks around puts and gets, for tests that
+//!   watch or break individual store operations.
+//! - [`seeded`]: the seeded generator and seed selection of the randomized tests.
+//!
+//! `s3.rs` (an in-process S3 server) is not part of this module: only the files that use it
+//! compile it.
 #![allow(dead_code)]
+
+pub mod forwarding;
+pub mod seeded;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -10,7 +23,9 @@ use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use memwal_core::manifest::{ManifestStore, ShardManifest};
-use memwal_core::{ShardReader, ShardWriter, Store, WalTailer, WriterConfig};
+use memwal_core::{
+    ErrorCode, FenceReason, ShardReader, ShardWriter, Store, WalTailer, WriterConfig,
+};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -295,6 +310,34 @@ pub async fn assert_pending_for<T: std::fmt::Debug>(
     if let Ok(v) = tokio::time::timeout(Duration::from_millis(ms), fut).await {
         panic!("expected still pending after {ms} ms, got {v:?}");
     }
+}
+
+/// Whether the environment variable `var` is `1`: the long version of an exhaustive or
+/// randomized test (more seeds, offsets or operations), run by hand rather than in CI.
+pub fn long_run(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// Passes if a randomized test found no violations; otherwise fails listing every one (each
+/// names the seed that replays it).
+pub fn assert_no_violations(found: Vec<String>) {
+    assert!(
+        found.is_empty(),
+        "{} violations:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+/// `e` is the fence a writer gets once a peer has claimed a higher epoch of its shard.
+pub fn assert_peer_claimed(e: &memwal_core::Error) {
+    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
+    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("Writer fenced (peer claimed epoch): "),
+        "{e}"
+    );
 }
 
 /// One shard in one store, with the checks most tests make.
