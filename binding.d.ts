@@ -47,8 +47,8 @@ export declare class NativeShardReader {
 
 /** The writer of one shard. See `ShardWriter` in `lib/writer.ts`. */
 export declare class NativeShardWriter {
-  /** Opens (claims) a shard. */
-  static open(store: NativeObjectStore, schema: Uint8Array, options: NativeWriterOptions): Promise<NativeShardWriter>
+  /** Opens (claims) a shard. `options` are the writer options under their JavaScript names. */
+  static open(store: NativeObjectStore, schema: Uint8Array, options: Record<string, boolean | number | string | null>): Promise<NativeShardWriter>
   /** The shard id (UUID). */
   get shardId(): string
   /** The claimed epoch. */
@@ -173,25 +173,6 @@ export interface NativeWalEntry {
   isSentinel: boolean
   /** The entry's batches as an Arrow IPC stream (`null` for a sentinel). */
   data?: Buffer
-}
-
-/**
- * Options of `ShardWriter.open`, already type-checked by `lib/options.ts`; values are checked
- * here.
- */
-export interface NativeWriterOptions {
-  shardId?: string
-  durableWrite?: boolean
-  enableMemtable?: boolean
-  maxWalBufferSize?: number
-  maxWalFlushIntervalMs?: number
-  /** `maxWalFlushIntervalMs: null` in JavaScript: no ticker. */
-  disableWalFlushInterval?: boolean
-  maxWalPersistRetries?: number
-  walPersistRetryBaseDelayMs?: number
-  maxMemtableSize?: number
-  maxMemtableBatches?: number
-  maxUnflushedMemtableBytes?: number
 }
 
 /**

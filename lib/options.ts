@@ -1,11 +1,11 @@
 // Options of the open calls, and their checks. Each options interface has a table with one
 // entry per option, typed `Record<keyof Interface, OptionKind>`: an option added to the
 // interface does not compile until it has an entry, and the entry drives the unknown-key
-// check and the type check. Value ranges are checked by the core (`WriterConfig::validate`).
+// check and the type check. Writer options then go to the core under these same names
+// (`WriterConfig::set_host_option`, the core's one list of them), which checks the values.
 
 import type { Schema } from 'apache-arrow'
 
-import type { NativeWriterOptions } from '../native.js'
 import { schemaBytes } from './encoding.js'
 import { InvalidArgumentError, describe, requireString } from './errors.js'
 import { type StorageOptions, storageOf } from './store.js'
@@ -118,7 +118,7 @@ function rejectUnknownOptions(options: object, known: readonly string[]): void {
  */
 export function writerOptionsOf(options: unknown): {
   schema: Uint8Array
-  native: NativeWriterOptions
+  native: Record<string, string | number | boolean | null>
   storage: Record<string, string> | undefined
 } {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -126,26 +126,22 @@ export function writerOptionsOf(options: unknown): {
   }
   rejectUnknownOptions(options, Object.keys(WRITER_OPTIONS))
   const o = options as Record<string, unknown>
-  const native: Record<string, string | number | boolean> = {}
+  const native: Record<string, string | number | boolean | null> = {}
   for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
     const v = o[key]
     if (v === undefined || kind === 'schema' || kind === 'storage') continue
     if (kind === 'string') {
       requireString(`options.${key}`, v)
     } else if (v === null && kind === 'number or null') {
-      // maxWalFlushIntervalMs, the one such option: null switches the ticker off. napi reads a
-      // null field as an absent one, so the binding takes the switch as a flag of its own.
-      native.disableWalFlushInterval = true
-      continue
+      // null switches the feature off (maxWalFlushIntervalMs: no ticker); the core takes it.
     } else if (typeof v !== (kind === 'number or null' ? 'number' : kind)) {
       throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describe(v)}`)
     }
-    native[key] = v as string | number | boolean
+    native[key] = v as string | number | boolean | null
   }
   return {
     schema: schemaBytes(o.schema),
-    // The table's kinds are the binding's field types; the binding checks them again.
-    native: native as NativeWriterOptions,
+    native,
     storage: storageOf('ShardWriter.open', o.storage),
   }
 }

@@ -119,12 +119,148 @@ impl WriterConfig {
         Ok(())
     }
 
+    /// Sets the option a host language calls `name` (the field's name in camelCase, as in
+    /// JavaScript: `max_wal_flush_interval_ms` ↔ `maxWalFlushIntervalMs`). The one list of
+    /// options a host can set, so a new field needs no change in a binding.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the option: an unknown name, or a value of the wrong kind
+    /// (ranges are checked later, by [`WriterConfig::validate`]).
+    pub fn set_host_option(&mut self, name: &str, value: &OptionValue) -> Result<()> {
+        match HOST_OPTIONS.iter().find(|(n, _)| *n == name) {
+            Some((name, set)) => set(self, name, value),
+            None => Err(Error::invalid(format!(
+                "unknown option `{name}`; known options: {}",
+                HOST_OPTIONS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
     /// The retry policy for WAL and generation writes.
     pub(crate) fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy {
             max_retries: self.max_wal_persist_retries,
             base_delay: Duration::from_millis(self.wal_persist_retry_base_delay_ms),
         }
+    }
+}
+
+/// A writer option's value as a host language passes it (the Node binding's options object).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    /// `null`: the feature off, where an option allows it (`maxWalFlushIntervalMs`).
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number (a JavaScript number: integers are exact up to 2^53).
+    Number(f64),
+    /// A string.
+    Text(String),
+}
+
+impl std::fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionValue::Null => f.write_str("null"),
+            OptionValue::Bool(b) => write!(f, "{b}"),
+            OptionValue::Number(n) => write!(f, "{n}"),
+            OptionValue::Text(t) => write!(f, "{t:?}"),
+        }
+    }
+}
+
+type SetOption = fn(&mut WriterConfig, &str, &OptionValue) -> Result<()>;
+
+/// Every option a host can set, by its camelCase name; see [`WriterConfig::set_host_option`].
+static HOST_OPTIONS: &[(&str, SetOption)] = &[
+    ("shardId", |c, name, v| {
+        c.shard_id = Some(shard_id(name, v)?);
+        Ok(())
+    }),
+    ("durableWrite", |c, name, v| {
+        c.durable_write = boolean(name, v)?;
+        Ok(())
+    }),
+    ("enableMemtable", |c, name, v| {
+        c.enable_memtable = boolean(name, v)?;
+        Ok(())
+    }),
+    ("maxWalBufferSize", |c, name, v| {
+        c.max_wal_buffer_size = uint(name, v)?;
+        Ok(())
+    }),
+    ("maxWalFlushIntervalMs", |c, name, v| {
+        c.max_wal_flush_interval_ms = match v {
+            OptionValue::Null => None,
+            v => Some(uint(name, v)?),
+        };
+        Ok(())
+    }),
+    ("maxWalPersistRetries", |c, name, v| {
+        c.max_wal_persist_retries = uint(name, v)?
+            .try_into()
+            .map_err(|_| Error::invalid(format!("invalid option {name}: {v} is too large")))?;
+        Ok(())
+    }),
+    ("walPersistRetryBaseDelayMs", |c, name, v| {
+        c.wal_persist_retry_base_delay_ms = uint(name, v)?;
+        Ok(())
+    }),
+    ("maxMemtableSize", |c, name, v| {
+        c.max_memtable_size = uint(name, v)?;
+        Ok(())
+    }),
+    ("maxMemtableBatches", |c, name, v| {
+        c.max_memtable_batches = uint(name, v)?
+            .try_into()
+            .map_err(|_| Error::invalid(format!("invalid option {name}: {v} is too large")))?;
+        Ok(())
+    }),
+    ("maxUnflushedMemtableBytes", |c, name, v| {
+        c.max_unflushed_memtable_bytes = uint(name, v)?;
+        Ok(())
+    }),
+];
+
+/// The largest integer a JavaScript number holds exactly.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+fn uint(name: &str, v: &OptionValue) -> Result<u64> {
+    match v {
+        OptionValue::Number(n)
+            if n.is_finite() && *n >= 0.0 && n.fract() == 0.0 && *n <= MAX_SAFE_INTEGER =>
+        {
+            Ok(*n as u64)
+        }
+        v => Err(Error::invalid(format!(
+            "invalid option {name}: expected a non-negative integer, got {v}"
+        ))),
+    }
+}
+
+fn boolean(name: &str, v: &OptionValue) -> Result<bool> {
+    match v {
+        OptionValue::Bool(b) => Ok(*b),
+        v => Err(Error::invalid(format!(
+            "invalid option {name}: expected a boolean, got {v}"
+        ))),
+    }
+}
+
+fn shard_id(name: &str, v: &OptionValue) -> Result<Uuid> {
+    match v {
+        OptionValue::Text(s) => Uuid::parse_str(s).map_err(|_| {
+            Error::invalid(format!(
+                "{name} {s:?} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)"
+            ))
+        }),
+        v => Err(Error::invalid(format!(
+            "invalid option {name}: expected a string, got {v}"
+        ))),
     }
 }
 
@@ -148,6 +284,35 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_options_set_their_fields_and_name_bad_values() {
+        let mut c = WriterConfig::default();
+        c.set_host_option("maxWalFlushIntervalMs", &OptionValue::Null)
+            .unwrap();
+        c.set_host_option("maxMemtableBatches", &OptionValue::Number(7.0))
+            .unwrap();
+        c.set_host_option("durableWrite", &OptionValue::Bool(false))
+            .unwrap();
+        assert_eq!(c.max_wal_flush_interval_ms, None);
+        assert_eq!(c.max_memtable_batches, 7);
+        assert!(!c.durable_write);
+        let e = c
+            .set_host_option("maxMemtableSize", &OptionValue::Number(-1.0))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("invalid option maxMemtableSize"),
+            "{e}"
+        );
+        let e = c
+            .set_host_option("shardId", &OptionValue::Text("nope".into()))
+            .unwrap_err();
+        assert!(e.to_string().contains("is not a UUID"), "{e}");
+        let e = c
+            .set_host_option("maxWalSize", &OptionValue::Number(1.0))
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown option `maxWalSize`"), "{e}");
+    }
 
     #[test]
     fn defaults_match_lance() {

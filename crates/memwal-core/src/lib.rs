@@ -28,7 +28,7 @@ pub mod wal;
 pub mod writer;
 
 pub use batch_store::BatchRange;
-pub use config::WriterConfig;
+pub use config::{OptionValue, WriterConfig};
 pub use error::{Error, ErrorCode, FenceReason, Result};
 pub use flush::DurableWatcher;
 pub use manifest::{FlushedGeneration, ShardManifest};

@@ -11,43 +11,31 @@
 use std::time::Duration;
 
 use memwal_core::{
-    BatchRange, FlushedGeneration, MemTableStats, OpenStats, ShardManifest, WalStats, WriteResult,
-    WriteStats, WriterConfig,
+    BatchRange, FlushedGeneration, MemTableStats, OpenStats, OptionValue, ShardManifest, WalStats,
+    WriteResult, WriteStats, WriterConfig,
 };
+use napi::bindgen_prelude::{Either4, Null, Object};
 use napi_derive::napi;
 use uuid::Uuid;
 
-use crate::error::invalid;
+use crate::error::{IntoNapi, invalid};
 
-/// Options of `ShardWriter.open`, already type-checked by `lib/options.ts`; values are checked
-/// here.
-#[napi(object)]
-#[derive(Default)]
-pub struct NativeWriterOptions {
-    pub shard_id: Option<String>,
-    pub durable_write: Option<bool>,
-    pub enable_memtable: Option<bool>,
-    pub max_wal_buffer_size: Option<f64>,
-    pub max_wal_flush_interval_ms: Option<f64>,
-    /// `maxWalFlushIntervalMs: null` in JavaScript: no ticker.
-    pub disable_wal_flush_interval: Option<bool>,
-    pub max_wal_persist_retries: Option<f64>,
-    pub wal_persist_retry_base_delay_ms: Option<f64>,
-    pub max_memtable_size: Option<f64>,
-    pub max_memtable_batches: Option<f64>,
-    pub max_unflushed_memtable_bytes: Option<f64>,
-}
-
-const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-
-fn uint(name: &str, v: f64) -> napi::Result<u64> {
-    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_SAFE {
-        Ok(v as u64)
-    } else {
-        Err(invalid(format!(
-            "invalid option {name}: expected a non-negative integer, got {v}"
-        )))
+/// The core config from the options object of `ShardWriter.open` (type-checked by
+/// `lib/options.ts`): every key is handed to [`WriterConfig::set_host_option`], which holds the
+/// one list of options, so a new option needs no change here.
+pub fn writer_config(options: &Object) -> napi::Result<WriterConfig> {
+    let mut config = WriterConfig::default();
+    for key in Object::keys(options)? {
+        let value = match options.get::<Either4<bool, f64, String, Null>>(&key)? {
+            None => continue,
+            Some(Either4::A(b)) => OptionValue::Bool(b),
+            Some(Either4::B(n)) => OptionValue::Number(n),
+            Some(Either4::C(s)) => OptionValue::Text(s),
+            Some(Either4::D(Null)) => OptionValue::Null,
+        };
+        config.set_host_option(&key, &value).napi()?;
     }
+    Ok(config)
 }
 
 /// Parses a shard id.
@@ -57,52 +45,6 @@ pub fn shard_uuid(s: &str) -> napi::Result<Uuid> {
             "shardId {s:?} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)"
         ))
     })
-}
-
-impl NativeWriterOptions {
-    /// The core config; ranges are checked by `WriterConfig::validate` on open.
-    pub fn to_config(&self) -> napi::Result<WriterConfig> {
-        let mut c = WriterConfig::default();
-        if let Some(s) = &self.shard_id {
-            c.shard_id = Some(shard_uuid(s)?);
-        }
-        if let Some(v) = self.durable_write {
-            c.durable_write = v;
-        }
-        if let Some(v) = self.enable_memtable {
-            c.enable_memtable = v;
-        }
-        if let Some(v) = self.max_wal_buffer_size {
-            c.max_wal_buffer_size = uint("maxWalBufferSize", v)?;
-        }
-        if let Some(v) = self.max_wal_flush_interval_ms {
-            c.max_wal_flush_interval_ms = Some(uint("maxWalFlushIntervalMs", v)?);
-        }
-        if self.disable_wal_flush_interval == Some(true) {
-            c.max_wal_flush_interval_ms = None;
-        }
-        if let Some(v) = self.max_wal_persist_retries {
-            c.max_wal_persist_retries =
-                uint("maxWalPersistRetries", v)?.try_into().map_err(|_| {
-                    invalid(format!(
-                        "invalid option maxWalPersistRetries: {v} is too large"
-                    ))
-                })?;
-        }
-        if let Some(v) = self.wal_persist_retry_base_delay_ms {
-            c.wal_persist_retry_base_delay_ms = uint("walPersistRetryBaseDelayMs", v)?;
-        }
-        if let Some(v) = self.max_memtable_size {
-            c.max_memtable_size = uint("maxMemtableSize", v)?;
-        }
-        if let Some(v) = self.max_memtable_batches {
-            c.max_memtable_batches = uint("maxMemtableBatches", v)? as usize;
-        }
-        if let Some(v) = self.max_unflushed_memtable_bytes {
-            c.max_unflushed_memtable_bytes = uint("maxUnflushedMemtableBytes", v)?;
-        }
-        Ok(c)
-    }
 }
 
 /// A duration as JavaScript milliseconds.

@@ -11,7 +11,7 @@ use napi_derive::napi;
 
 use crate::convert::{
     NativeManifest, NativeMemTableStats, NativeOpenStats, NativeWalStats, NativeWriteResult,
-    NativeWriteStats, NativeWriterOptions,
+    NativeWriteStats, writer_config,
 };
 use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
@@ -86,17 +86,21 @@ fn ticket(
 
 #[napi]
 impl NativeShardWriter {
-    /// Opens (claims) a shard.
-    #[napi(ts_return_type = "Promise<NativeShardWriter>", catch_unwind)]
+    /// Opens (claims) a shard. `options` are the writer options under their JavaScript names.
+    #[napi(
+        ts_args_type = "store: NativeObjectStore, schema: Uint8Array, options: Record<string, boolean | number | string | null>",
+        ts_return_type = "Promise<NativeShardWriter>",
+        catch_unwind
+    )]
     pub fn open<'env>(
         env: &'env Env,
         store: &NativeObjectStore,
         schema: Uint8Array,
-        options: NativeWriterOptions,
+        options: Object<'env>,
     ) -> napi::Result<PromiseRaw<'env, NativeShardWriter>> {
         let store = store.inner.clone();
         let schema = ipc::decode_schema(&schema)?;
-        let config = options.to_config()?;
+        let config = writer_config(&options)?;
         env.spawn_future(async move {
             let w = ShardWriter::open(store, schema, config).await.napi()?;
             Ok(NativeShardWriter {

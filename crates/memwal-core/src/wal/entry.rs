@@ -391,7 +391,7 @@ mod tests {
         }
     }
 
-    // R3: the checksum covers the schema message too, so a flip there cannot hand a reader
+    // The checksum covers the schema message too, so a flip there cannot hand a reader
     // the right values under another field name, type or nullability.
     #[test]
     fn flipped_bits_in_the_schema_message_are_corrupt() {

@@ -1,0 +1,518 @@
+//! [`ManifestStore`]: the versions of one shard's manifest on the object store.
+//!
+//! Every version is a new object created with put-if-not-exists, so two writers racing for
+//! the same version cannot both win. Latest-version discovery starts at the best-effort
+//! `version_hint.json` and probes forward; `claim_epoch` and `commit_update` retry on benign
+//! version races and fail on a higher epoch (reference §1.3).
+
+use arrow_schema::Schema;
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::{ProtoUuid, ShardManifest, ShardStatus, check_same_schema, encode_schema};
+use crate::error::{Error, Result};
+use crate::store::{CreateOutcome, ShardPaths, Store};
+
+/// Where a manifest version came from and what it says.
+#[derive(Debug, Clone)]
+pub struct ManifestStore {
+    store: Store,
+    paths: ShardPaths,
+}
+
+const MAX_CLAIM_ATTEMPTS: usize = 16;
+const MAX_COMMIT_ATTEMPTS: usize = 10;
+
+impl ManifestStore {
+    /// The manifest store of one shard.
+    pub fn new(store: Store, paths: ShardPaths) -> Self {
+        ManifestStore { store, paths }
+    }
+
+    fn shard(&self) -> Uuid {
+        self.paths.shard_id()
+    }
+
+    /// Reads version `version`, `None` if it does not exist.
+    pub async fn read_version(&self, version: u64) -> Result<Option<ShardManifest>> {
+        let path = self.paths.manifest(version);
+        let bytes = self.store.get(&path).await.map_err(|e| {
+            Error::io(
+                format!(
+                    "reading manifest version {version} of shard {}",
+                    self.shard()
+                ),
+                e,
+            )
+        })?;
+        bytes
+            .map(|b| ShardManifest::decode_checked(path.as_ref(), version, &b))
+            .transpose()
+    }
+
+    async fn version_exists(&self, version: u64) -> Result<bool> {
+        self.store
+            .exists(&self.paths.manifest(version))
+            .await
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "probing manifest version {version} of shard {}",
+                        self.shard()
+                    ),
+                    e,
+                )
+            })
+    }
+
+    async fn read_hint(&self) -> u64 {
+        // Best effort: a missing or unreadable hint just means "start at 1".
+        match self.store.get(&self.paths.version_hint()).await {
+            Ok(Some(b)) => std::str::from_utf8(&b)
+                .ok()
+                .and_then(|s| {
+                    let s = s.trim();
+                    let v = s.strip_prefix("{\"version\":")?.strip_suffix('}')?;
+                    v.trim().parse::<u64>().ok()
+                })
+                .filter(|v| *v >= 1)
+                .unwrap_or(1),
+            _ => 1,
+        }
+    }
+
+    /// The latest version number, 0 if the shard has no manifest. Versions are gap-free, so
+    /// this reads the hint, then probes forward with growing batches of parallel HEADs.
+    pub async fn latest_version(&self) -> Result<u64> {
+        let mut known = self.read_hint().await;
+        if !self.version_exists(known).await? {
+            if known == 1 || !self.version_exists(1).await? {
+                return Ok(0);
+            }
+            known = 1;
+        }
+        let mut batch = 2u64;
+        loop {
+            let probes = (1..=batch).map(|i| self.version_exists(known + i));
+            let found = futures::future::try_join_all(probes).await?;
+            match found.iter().position(|e| !e) {
+                Some(0) => return Ok(known),
+                Some(i) => return Ok(known + i as u64),
+                None => {
+                    known += batch;
+                    batch = (batch * 2).min(64);
+                }
+            }
+        }
+    }
+
+    /// The latest manifest, `None` for a shard that was never claimed.
+    pub async fn read_latest(&self) -> Result<Option<ShardManifest>> {
+        loop {
+            let v = self.latest_version().await?;
+            if v == 0 {
+                return Ok(None);
+            }
+            if let Some(m) = self.read_version(v).await? {
+                return Ok(Some(m));
+            }
+        }
+    }
+
+    /// Creates `m` at its version. `AlreadyExists` unless the version already holds exactly
+    /// these bytes (our own write whose acknowledgement was lost). Leaves the hint alone.
+    async fn create(&self, m: &ShardManifest) -> Result<CreateOutcome> {
+        let path = self.paths.manifest(m.version);
+        let bytes = m.encode_with_checksum();
+        let outcome = match self.store.put_if_absent(&path, bytes.clone()).await {
+            Ok(o) => o,
+            Err(e) => {
+                // Ambiguous: the write may have landed. Look before reporting a failure.
+                match self.store.get(&path).await {
+                    Ok(Some(existing)) if existing == bytes => CreateOutcome::Created,
+                    Ok(Some(_)) => CreateOutcome::AlreadyExists,
+                    _ => {
+                        return Err(Error::io(
+                            format!(
+                                "writing manifest version {} of shard {}",
+                                m.version,
+                                self.shard()
+                            ),
+                            e,
+                        ));
+                    }
+                }
+            }
+        };
+        let outcome = match outcome {
+            CreateOutcome::AlreadyExists => match self.store.get(&path).await {
+                Ok(Some(existing)) if existing == bytes => CreateOutcome::Created,
+                _ => CreateOutcome::AlreadyExists,
+            },
+            o => o,
+        };
+        Ok(outcome)
+    }
+
+    /// Creates `m` at its version (`AlreadyExists` unless the version already holds exactly
+    /// these bytes) and updates the version hint on success.
+    pub async fn write(&self, m: &ShardManifest) -> Result<CreateOutcome> {
+        let outcome = self.create(m).await?;
+        if outcome == CreateOutcome::Created {
+            let hint = Bytes::from(format!("{{\"version\":{}}}", m.version));
+            // Best effort (reference §1.3): readers fall back to probing.
+            let _ = self
+                .store
+                .put_overwrite(&self.paths.version_hint(), hint)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// Claims the next epoch (reference §1.3): writes version latest+1 with epoch latest+1,
+    /// carrying every other field over. Benign version races are retried; a peer that claimed
+    /// an epoch at least as high as our target fails the claim with `PeerClaimedEpoch`. A
+    /// shard recorded with a different schema fails with `SchemaMismatch` before claiming.
+    pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
+        let latest = self.read_latest().await?;
+        self.claim_epoch_after(latest, schema, writer_id).await
+    }
+
+    /// [`ManifestStore::claim_epoch`] from `latest`, the newest manifest its caller has just
+    /// read (so the caller can start other reads from it while the claim writes); a version race
+    /// re-reads it.
+    pub async fn claim_epoch_after(
+        &self,
+        latest: Option<ShardManifest>,
+        schema: &Schema,
+        writer_id: &str,
+    ) -> Result<ShardManifest> {
+        let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
+        let mut latest = Some(latest);
+        for _ in 0..MAX_CLAIM_ATTEMPTS {
+            let latest = match latest.take() {
+                Some(first) => first,
+                None => self.read_latest().await?,
+            };
+            let next = match &latest {
+                Some(m) => {
+                    if m.status == ShardStatus::Sealed as i32 {
+                        return Err(Error::invalid(format!(
+                            "shard {} is sealed; refusing claim (drop in flight)",
+                            self.shard()
+                        )));
+                    }
+                    if let Some(stored) = m.schema()? {
+                        check_same_schema(self.shard(), &stored, schema)?;
+                    }
+                    let mut n = m.clone();
+                    n.version = m.version + 1;
+                    n.writer_epoch = m.writer_epoch + 1;
+                    n.arrow_schema.get_or_insert_with(|| schema_bytes.clone());
+                    n
+                }
+                None => ShardManifest {
+                    shard_id: Some(ProtoUuid {
+                        uuid: self.shard().as_bytes().to_vec(),
+                    }),
+                    version: 1,
+                    writer_epoch: 1,
+                    current_generation: 1,
+                    arrow_schema: Some(schema_bytes.clone()),
+                    ..Default::default()
+                },
+            };
+            let mut next = next;
+            next.writer_id = writer_id.to_string();
+            next.checksum = None;
+            // The version hint is left one version behind: it is best effort, readers probe
+            // its successors two at a time (a lag of one costs them nothing), and its durable
+            // overwrite would lengthen failover. The next commit moves it.
+            match self.create(&next).await? {
+                CreateOutcome::Created => return Ok(next),
+                CreateOutcome::AlreadyExists => {
+                    if let Some(now) = self.read_latest().await?
+                        && now.writer_epoch >= next.writer_epoch
+                    {
+                        return Err(Error::peer_claimed(format!(
+                            "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {}). Only one writer may own a shard; retry the open to take it over.",
+                            self.shard(),
+                            next.version,
+                            now.writer_epoch,
+                            next.writer_epoch
+                        )));
+                    }
+                }
+            }
+        }
+        Err(Error::io_msg(format!(
+            "Failed to claim shard {} after {MAX_CLAIM_ATTEMPTS} retries due to manifest contention; retry the open",
+            self.shard()
+        )))
+    }
+
+    /// `PeerClaimedEpoch` if the stored epoch is higher than `local_epoch`. Always reads
+    /// storage (no cache).
+    pub async fn check_fenced(&self, local_epoch: u64) -> Result<()> {
+        match self.read_latest().await? {
+            Some(m) if m.writer_epoch > local_epoch => {
+                Err(fenced_by(self.shard(), local_epoch, m.writer_epoch))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Commits a new version built by `prepare` from the latest one (reference §1.3):
+    /// fails fast with `PeerClaimedEpoch` if a successor claimed the shard; retries version
+    /// races. `prepare` returns `None` when the latest version already holds the change (a
+    /// commit whose acknowledgement was lost), which then counts as done.
+    pub async fn commit_update(
+        &self,
+        local_epoch: u64,
+        writer_id: &str,
+        mut prepare: impl FnMut(&ShardManifest) -> Option<ShardManifest>,
+    ) -> Result<ShardManifest> {
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let latest = self.read_latest().await?.ok_or_else(|| {
+                Error::io_msg(format!(
+                    "shard {} has no manifest; it was deleted while a writer held it",
+                    self.shard()
+                ))
+            })?;
+            if latest.writer_epoch > local_epoch {
+                return Err(fenced_by(self.shard(), local_epoch, latest.writer_epoch));
+            }
+            let Some(mut next) = prepare(&latest) else {
+                return Ok(latest);
+            };
+            next.version = latest.version + 1;
+            next.writer_epoch = local_epoch;
+            next.writer_id = writer_id.to_string();
+            next.checksum = None;
+            if self.write(&next).await? == CreateOutcome::Created {
+                return Ok(next);
+            }
+        }
+        Err(Error::io_msg(format!(
+            "manifest commit for shard {} failed after {MAX_COMMIT_ATTEMPTS} attempts due to contention",
+            self.shard()
+        )))
+    }
+}
+
+/// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`.
+fn fenced_by(shard: Uuid, local: u64, stored: u64) -> Error {
+    Error::peer_claimed(format!(
+        "local epoch {local} < stored epoch {stored} for shard {shard}. Another writer owns this shard; stop writing here, or reopen to take it over."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::FlushedGeneration;
+    use arrow_schema::{DataType, Field};
+
+    fn schema() -> Schema {
+        Schema::new(vec![Field::new("id", DataType::Int32, false)])
+    }
+
+    fn stores() -> Vec<ManifestStore> {
+        let dir = tempfile::tempdir().unwrap().keep();
+        [Store::memory(), Store::local(dir).unwrap()]
+            .into_iter()
+            .map(|s| {
+                let p = s.shard_paths(Uuid::new_v4());
+                ManifestStore::new(s, p)
+            })
+            .collect()
+    }
+
+    fn version(v: u64, epoch: u64) -> ShardManifest {
+        ShardManifest {
+            version: v,
+            writer_epoch: epoch,
+            current_generation: 1,
+            ..Default::default()
+        }
+    }
+
+    // Reference §8.6 scenarios 91-95.
+    #[tokio::test]
+    async fn versions_are_created_once_and_latest_is_found() {
+        for m in stores() {
+            assert!(m.read_latest().await.unwrap().is_none());
+            for v in 1..=5 {
+                assert_eq!(
+                    m.write(&version(v, v * 10)).await.unwrap(),
+                    CreateOutcome::Created
+                );
+            }
+            let latest = m.read_latest().await.unwrap().unwrap();
+            assert_eq!((latest.version, latest.writer_epoch), (5, 50));
+            assert_eq!(m.read_version(2).await.unwrap().unwrap().writer_epoch, 20);
+            assert_eq!(
+                m.write(&version(1, 99)).await.unwrap(),
+                CreateOutcome::AlreadyExists
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn latest_is_found_with_a_stale_or_missing_hint() {
+        for m in stores() {
+            for v in 1..=40 {
+                m.write(&version(v, 1)).await.unwrap();
+            }
+            m.store
+                .put_overwrite(
+                    &m.paths.version_hint(),
+                    Bytes::from_static(b"{\"version\":3}"),
+                )
+                .await
+                .unwrap();
+            assert_eq!(m.latest_version().await.unwrap(), 40);
+            m.store
+                .put_overwrite(&m.paths.version_hint(), Bytes::from_static(b"garbage"))
+                .await
+                .unwrap();
+            assert_eq!(m.latest_version().await.unwrap(), 40);
+        }
+    }
+
+    // Reference §8.6 scenario 97.
+    #[tokio::test]
+    async fn claim_after_a_cursor_only_bump_keeps_the_cursor() {
+        for m in stores() {
+            let first = m.claim_epoch(&schema(), "a").await.unwrap();
+            assert_eq!(
+                (first.version, first.writer_epoch, first.current_generation),
+                (1, 1, 1)
+            );
+            let c = m
+                .commit_update(1, "a", |l| {
+                    let mut n = l.clone();
+                    n.replay_after_wal_entry_position = 42;
+                    Some(n)
+                })
+                .await
+                .unwrap();
+            assert_eq!(c.version, 2);
+            let second = m.claim_epoch(&schema(), "b").await.unwrap();
+            assert_eq!((second.version, second.writer_epoch), (3, 2));
+            assert_eq!(second.replay_after_wal_entry_position, 42);
+        }
+    }
+
+    // Reference §8.6 scenario 98.
+    #[tokio::test]
+    async fn sealed_shard_refuses_claims() {
+        for m in stores() {
+            let mut s = version(1, 1);
+            s.status = ShardStatus::Sealed as i32;
+            m.write(&s).await.unwrap();
+            let e = m.claim_epoch(&schema(), "a").await.unwrap_err();
+            assert!(e.to_string().contains("sealed"), "{e}");
+            assert_eq!(m.read_latest().await.unwrap().unwrap().version, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn check_fenced_sees_a_successor() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            m.check_fenced(1).await.unwrap();
+            m.claim_epoch(&schema(), "b").await.unwrap();
+            let e = m.check_fenced(1).await.unwrap_err();
+            assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
+            assert!(
+                e.to_string().contains("local epoch 1 < stored epoch 2"),
+                "{e}"
+            );
+            m.check_fenced(2).await.unwrap();
+            // commit_update of the fenced writer fails fast.
+            let e = m
+                .commit_update(1, "a", |l| Some(l.clone()))
+                .await
+                .unwrap_err();
+            assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
+        }
+    }
+
+    #[tokio::test]
+    async fn claim_with_another_schema_is_a_schema_mismatch() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let other = Schema::new(vec![Field::new("id", DataType::Int64, false)]);
+            let e = m.claim_epoch(&other, "b").await.unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::SchemaMismatch);
+            assert!(e.to_string().contains("`id`"), "{e}");
+            assert_eq!(m.read_latest().await.unwrap().unwrap().writer_epoch, 1);
+        }
+    }
+
+    // Reference §8.6 scenario 102 (sequential form) and §10.23.
+    #[tokio::test]
+    async fn commit_update_skips_an_already_applied_change() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let prepare = |l: &ShardManifest| {
+                if l.current_generation >= 2 {
+                    return None;
+                }
+                let mut n = l.clone();
+                n.current_generation = 2;
+                Some(n)
+            };
+            assert_eq!(m.commit_update(1, "a", prepare).await.unwrap().version, 2);
+            assert_eq!(m.commit_update(1, "a", prepare).await.unwrap().version, 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn corrupt_manifest_is_reported_with_its_path() {
+        for m in stores() {
+            m.claim_epoch(&schema(), "a").await.unwrap();
+            let path = m.paths.manifest(2);
+            let mut bytes = m.paths.manifest(1);
+            bytes = bytes.clone();
+            let good = m.store.get(&bytes).await.unwrap().unwrap();
+            let mut bad = good.to_vec();
+            let last = bad.len() - 6;
+            bad[last] ^= 0x10;
+            m.store
+                .put_if_absent(&path, Bytes::from(bad))
+                .await
+                .unwrap();
+            let e = m.read_latest().await.unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "{e}");
+            assert!(e.to_string().contains(path.as_ref()), "{e}");
+        }
+    }
+
+    // A manifest cut anywhere (even at a field boundary, where protobuf would decode the
+    // prefix as a shorter, valid message without its generation list) is corrupt.
+    #[tokio::test]
+    async fn a_manifest_cut_anywhere_is_corrupt() {
+        let m = &stores()[0];
+        let mut v = version(1, 1);
+        v.replay_after_wal_entry_position = 4;
+        v.writer_id = "w".into();
+        v.flushed_generations = (1..=2)
+            .map(|g| FlushedGeneration {
+                generation: g,
+                path: format!("0000000{g}_gen_{g}"),
+                ..Default::default()
+            })
+            .collect();
+        m.write(&v).await.unwrap();
+        let path = m.paths.manifest(1);
+        let good = m.store.get(&path).await.unwrap().unwrap();
+        assert_eq!(m.read_version(1).await.unwrap().unwrap().writer_id, "w");
+        for cut in 0..good.len() {
+            let e = ShardManifest::decode_checked(path.as_ref(), 1, &good[..cut]).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "cut at {cut}: {e}");
+            assert!(e.to_string().contains(path.as_ref()), "{e}");
+        }
+    }
+}
