@@ -3,11 +3,23 @@
 
 import { type Table, tableFromIPC } from 'apache-arrow'
 
-import { NativeShardReader, NativeWalTailer } from '../native.js'
+import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
 import { InvalidArgumentError, call, describe } from './errors.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type { ShardManifest, WalEntry } from './types.js'
+
+/** Checks `options` of the open call `what` and opens the native reader of that shard. */
+function openShard<T>(
+  what: string,
+  location: Location,
+  options: ShardOptions,
+  open: (store: NativeObjectStore, shardId: string) => Promise<T>,
+): Promise<T> {
+  const { shardId, storage } = shardOptionsOf(what, options)
+  const store = nativeStore(location, storage)
+  return call(() => open(store, shardId))
+}
 
 /**
  * A read-only view of a shard: what a new writer would recover. It claims nothing and never
@@ -25,9 +37,7 @@ export class ShardReader {
    * @throws {InvalidArgumentError} if there is no such shard at the location
    */
   static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
-    const { shardId, storage } = shardOptionsOf('ShardReader.open', options)
-    const store = nativeStore(location, storage)
-    return new ShardReader(await call(() => NativeShardReader.open(store, shardId)))
+    return new ShardReader(await openShard('ShardReader.open', location, options, NativeShardReader.open))
   }
 
   /** Every recoverable row: the flushed generations, then the WAL after the replay cursor. */
@@ -51,9 +61,7 @@ export class WalTailer {
 
   /** A tailer over a shard's WAL. */
   static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
-    const { shardId, storage } = shardOptionsOf('WalTailer.open', options)
-    const store = nativeStore(location, storage)
-    return new WalTailer(await call(() => NativeWalTailer.open(store, shardId)))
+    return new WalTailer(await openShard('WalTailer.open', location, options, NativeWalTailer.open))
   }
 
   /** The first position with no entry; every position below it holds one. */

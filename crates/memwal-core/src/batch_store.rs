@@ -235,13 +235,14 @@ impl BatchStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use arrow_array::Int32Array;
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;
 
-    fn batch(rows: usize) -> RecordBatch {
+    /// A batch of `rows` rows of one `id: Int32` column (0, 1, …).
+    pub(crate) fn batch(rows: usize) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
         RecordBatch::try_new(
             schema,

@@ -272,6 +272,17 @@ pub(crate) struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// After a failed attempt (`failed` counts the failures before it): `false` if the retries
+    /// are spent, else counts it and sleeps the backoff before the next attempt.
+    pub async fn wait_before_retry(&self, failed: &mut u32) -> bool {
+        if *failed >= self.max_retries {
+            return false;
+        }
+        *failed += 1;
+        tokio::time::sleep(self.delay(*failed)).await;
+        true
+    }
+
     /// The sleep before retry number `attempt` (1-based).
     pub fn delay(&self, attempt: u32) -> Duration {
         let shift = attempt.saturating_sub(1).min(16);

@@ -91,18 +91,7 @@ impl WalProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::Int32Array;
-    use arrow_schema::{DataType, Field, Schema};
-    use std::sync::Arc;
-
-    fn batch(rows: usize) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
-        RecordBatch::try_new(
-            schema,
-            vec![Arc::new(Int32Array::from_iter_values(0..rows as i32))],
-        )
-        .unwrap()
-    }
+    use crate::batch_store::tests::batch;
 
     // Reference §8.5 scenarios 85-88.
     #[test]

@@ -120,19 +120,17 @@ impl GenerationFlusher {
             match self.flush_one(memtable, covered).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_terminal() => return Err(e),
-                Err(e) if failures >= self.retry.max_retries => {
-                    return Err(Error::persistence_failure(
-                        format!(
-                            "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
-                            memtable.generation(),
-                            self.paths.shard_id()
-                        ),
-                        Some(Arc::new(e)),
-                    ));
-                }
-                Err(_) => {
-                    failures += 1;
-                    tokio::time::sleep(self.retry.delay(failures)).await;
+                Err(e) => {
+                    if !self.retry.wait_before_retry(&mut failures).await {
+                        return Err(Error::persistence_failure(
+                            format!(
+                                "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
+                                memtable.generation(),
+                                self.paths.shard_id()
+                            ),
+                            Some(Arc::new(e)),
+                        ));
+                    }
                 }
             }
         }

@@ -183,7 +183,7 @@ impl WalAppender {
                         Err(e) => {
                             // The slot may hold our own write: until it can be read back the
                             // outcome is unknown, never a fence. Retry like a failed put.
-                            if failed_attempts >= self.retry.max_retries {
+                            if !self.retry.wait_before_retry(&mut failed_attempts).await {
                                 return Err(Error::persistence_failure(
                                     format!(
                                         "WAL position {position} for shard {shard} is taken and could not be read back after {failed_attempts} retries, so whether it holds this entry is unknown; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
@@ -191,8 +191,6 @@ impl WalAppender {
                                     Some(std::sync::Arc::new(e)),
                                 ));
                             }
-                            failed_attempts += 1;
-                            tokio::time::sleep(self.retry.delay(failed_attempts)).await;
                             continue;
                         }
                     }
@@ -238,7 +236,7 @@ impl WalAppender {
                             Some(std::sync::Arc::new(e)),
                         ));
                     }
-                    if failed_attempts >= self.retry.max_retries {
+                    if !self.retry.wait_before_retry(&mut failed_attempts).await {
                         return Err(Error::persistence_failure(
                             format!(
                                 "WAL persistence failed for shard {shard} at position {position} after {failed_attempts} retries; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
@@ -246,8 +244,6 @@ impl WalAppender {
                             Some(std::sync::Arc::new(e)),
                         ));
                     }
-                    failed_attempts += 1;
-                    tokio::time::sleep(self.retry.delay(failed_attempts)).await;
                 }
             }
         }
@@ -332,7 +328,8 @@ impl WalAppender {
                     position += taken as u64;
                 }
                 Err(e) => {
-                    if failed_attempts >= self.retry.max_retries {
+                    ours_may_have_landed = true;
+                    if !self.retry.wait_before_retry(&mut failed_attempts).await {
                         return Err(Error::io(
                             format!(
                                 "writing the fence sentinel of shard {shard} at WAL position {position} failed after {failed_attempts} retries"
@@ -340,9 +337,6 @@ impl WalAppender {
                             e,
                         ));
                     }
-                    failed_attempts += 1;
-                    ours_may_have_landed = true;
-                    tokio::time::sleep(self.retry.delay(failed_attempts)).await;
                 }
             }
         }
