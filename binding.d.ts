@@ -18,7 +18,7 @@ export declare class NativeObjectStore {
   /**
    * `file:///abs/path`, `memory://NAME` (shared in-process), a plain local path, or
    * `s3://`, `gs://`, `az://` with `storage` options (object_store keys, snake_case or
-   * camelCase, values as strings: `index.ts` has type-checked them).
+   * camelCase, values as strings: `lib/store.ts` has type-checked them).
    */
   static fromUri(uri: string, storage?: Record<string, string> | undefined | null): NativeObjectStore
   /** Where the store lives. */

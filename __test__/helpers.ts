@@ -21,6 +21,9 @@ import {
 /** `id: Int32 not null, name: Utf8` */
 export const schema = new Schema([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)])
 
+/** `schema` with `id` nullable: differs from the shard's only in nullability. */
+export const nullableId = new Schema([new Field('id', new Int32(), true), new Field('name', new Utf8(), true)])
+
 /** A one-batch table with exactly `s` as its schema. */
 export function tableOf(s: Schema, columns: Vector[]): Table {
   const length = columns[0]?.length ?? 0

@@ -4,8 +4,10 @@
 // child process with the same arguments.
 //
 //   1. the root package's dependencies (`npm ci` at the root, which also builds the addon);
-//   2. the release addon and the compiled index.js (`npm run build`), rebuilt when missing, when
-//      the addon is a debug build, or when a Rust source is newer than it (skip: --no-build);
+//   2. the release addon and the compiled API (`npm run build`), rebuilt when missing, when the
+//      addon is a debug build, or when a Rust source is newer than it; the compiled API alone
+//      (`npm run build:ts`) when index.ts or a lib/*.ts is newer than its .js or that is missing
+//      (skip: --no-build);
 //   3. this package's dependencies (`npm ci` here; bench/.npmrc turns install scripts off);
 //   4. better-sqlite3's native module, built from source with node-gyp (prebuilt downloads
 //      are not reachable here);
@@ -127,9 +129,17 @@ step('release addon', () => {
   return true
 })
 
-step('compiled API (index.js)', () => {
+step('compiled API (index.js, lib/*.js)', () => {
   if (noBuild) return false
-  if (mtime(path.join(root, 'index.js')) >= mtime(path.join(root, 'index.ts'))) return false
+  // The API is index.ts and the modules it re-exports from lib/: each compiles to a .js beside it.
+  const sources = [
+    path.join(root, 'index.ts'),
+    ...fs
+      .readdirSync(path.join(root, 'lib'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+      .map((f) => path.join(root, 'lib', f)),
+  ]
+  if (sources.every((ts) => mtime(ts.replace(/\.ts$/, '.js')) >= mtime(ts))) return false
   run('npm', ['run', 'build:ts'], root)
   return true
 })

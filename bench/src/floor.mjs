@@ -214,13 +214,14 @@ export function versions(mods, benchDir, rustBin) {
     '--',
     'crates',
     'index.ts',
+    'lib',
     'Cargo.lock',
   ])
   const benchReq = path.join(benchDir, 'package.json')
   return {
     node: process.version,
     v8: process.versions.v8,
-    memwal: `${JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).version} (git ${gitHead}${dirty ? ', crates/ or index.ts modified in the work tree' : ''})`,
+    memwal: `${JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).version} (git ${gitHead}${dirty ? ', crates/, index.ts or lib/ modified in the work tree' : ''})`,
     memwalAddon: path.relative(root, mods.addonPath ?? '') || null,
     apacheArrowMemwal: resolveFrom(mods.memwalEntry, 'apache-arrow'),
     apacheArrowLancedb: resolveFrom(mods.lancedbEntry, 'apache-arrow'),

@@ -21,7 +21,10 @@ import { closedLoop } from './closed-loop.mjs'
 import { retire, rmrf } from './data-dir.mjs'
 import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 import { now } from './latencies.mjs'
+import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
+import { saySmokeChecks, smokeChecks } from './smoke.mjs'
+import { issueTargets, sayTargets } from './targets.mjs'
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -614,283 +617,25 @@ sayRecoveryTable(w6, say)
 const w7Summary = summarizeFencing(w7, w7Idle)
 if (w7Summary) sayFencingTable(w7, w7Summary, say)
 
-// Targets (ratios within this run) and smoke guards.
-const find = (w, store, rows, clients, durable = true, label = null) =>
-  results.find(
-    (r) =>
-      r.workload === w &&
-      r.store === store &&
-      r.rows === rows &&
-      r.clients === clients &&
-      r.durable === durable &&
-      (label === null || r.label === label),
-  ) ?? null
-const best = (arr, f) => arr.filter(Boolean).reduce((b, r) => (b === null || f(r) > f(b) ? r : b), null)
-const targets = []
-function target(id, text, ok, ratio, detail) {
-  targets.push({ id, target: text, met: ok === null ? null : Boolean(ok), ratio: ratio ?? null, detail })
+// Targets (ratios within this run) and, in a smoke run, guards (what ran, never how fast).
+const report = {
+  results,
+  find: cellFinder(results),
+  w6,
+  w7,
+  w7Summary,
+  floor,
+  wanted,
+  payloadFor,
+  FLOORS,
+  DURABLE_PEERS,
+  BURST,
+  SUSTAINED,
+  W5_ROTATING,
 }
-
-if (wanted('W1')) {
-  const m = find('W1', 'memwal', 1, 1)
-  const rust = find('W1', 'floor-rust', 1, 1) ?? find('W0', 'floor-rust', 1, 1)
-  const fl = floor.publishNewFile100B.p50
-  if (m) {
-    const bound = fl + 150
-    target(
-      'W1',
-      'lone durable put p50 ≤ raw publish floor p50 + 150 µs',
-      m.latencyUs.p50 <= bound,
-      m.latencyUs.p50 / bound,
-      `memwal p50 ${fmtUs(m.latencyUs.p50)} vs floor ${fmtUs(fl)} + 150 µs = ${fmtUs(bound)} (ratio = p50 / bound; ≤ 1 is met)${rust ? `; Rust store floor p50 for the same ${payloadFor(1).length} B entry: ${fmtUs(rust.latencyUs.p50)} (memwal − Rust floor = ${fmtUs(m.latencyUs.p50 - rust.latencyUs.p50)})` : ''}; p99 ${fmtUs(m.latencyUs.p99)} vs 3 × floor p99 ${fmtUs(3 * floor.publishNewFile100B.p99)}`,
-    )
-  }
-}
-if (wanted('W2')) {
-  const c1 = find('W2', 'memwal', 1, 1)
-  const c64 = find('W2', 'memwal', 1, 64)
-  if (c1 && c64) {
-    const x = c64.putsPerSec / c1.putsPerSec
-    target(
-      'W2a',
-      '1-row durable puts at 64 clients ≥ 20× the 1-client rate',
-      x >= 20,
-      x / 20,
-      `${fmtNum(c64.putsPerSec)}/s vs ${fmtNum(c1.putsPerSec)}/s = ${x.toFixed(1)}× (ratio = speed-up / 20); ${c64.putsPerWalEntry?.toFixed(1)} puts per WAL entry at C=64 (${fmtNum(c64.walEntriesPerSec)} entries/s)`,
-    )
-    const peer = best(
-      DURABLE_PEERS.map((p) => find('W2', p, 1, 64)),
-      (r) => r.putsPerSec,
-    )
-    const lance = find('W2', 'lancedb', 1, 64)
-    if (peer) {
-      const y = c64.putsPerSec / peer.putsPerSec
-      target(
-        'W2b',
-        '1-row durable puts at 64 clients ≥ 1.5× the best peer',
-        y >= 1.5,
-        y / 1.5,
-        `memwal ${fmtNum(c64.putsPerSec)}/s vs best durable peer ${peer.store} ${fmtNum(peer.putsPerSec)}/s = ${y.toFixed(2)}× (ratio = that / 1.5)${lance ? `; LanceDB (not fsynced) ${fmtNum(lance.putsPerSec)}/s` : ''}`,
-      )
-    }
-  }
-}
-if (wanted('W3')) {
-  const per = [1, 8].map((c) => {
-    const m = find('W3', 'memwal', 10000, c)
-    const f = best(
-      FLOORS.map((s) => find('W3', s, 10000, c)),
-      (r) => r.rowsPerSec,
-    )
-    return { c, m, f }
-  })
-  const m = best(
-    per.map((p) => p.m),
-    (r) => r.rowsPerSec,
-  )
-  const f = best(
-    per.map((p) => p.f),
-    (r) => r.rowsPerSec,
-  )
-  if (m && f) {
-    const x = m.rowsPerSec / f.rowsPerSec
-    const peer = best(
-      DURABLE_PEERS.flatMap((p) => [1, 8].map((c) => find('W3', p, 10000, c))),
-      (r) => r.rowsPerSec,
-    )
-    target(
-      'W3a',
-      'durable 10,000-row batches ≥ 70% of the raw floor rows/s (same Arrow bytes)',
-      x >= 0.7,
-      x / 0.7,
-      `memwal best ${fmtNum(m.rowsPerSec)} rows/s (C=${m.clients}) vs best floor ${f.store} ${fmtNum(f.rowsPerSec)} rows/s (C=${f.clients}) = ${(100 * x).toFixed(0)}% (ratio = that / 70%); per C: ${per.map((p) => `C=${p.c} ${p.m && p.f ? `${((100 * p.m.rowsPerSec) / p.f.rowsPerSec).toFixed(0)}%` : '-'}`).join(', ')}${peer ? `; best durable peer ${peer.store} ${fmtNum(peer.rowsPerSec)} rows/s (memwal = ${(m.rowsPerSec / peer.rowsPerSec).toFixed(1)}×)` : ''}`,
-    )
-  }
-  const nd = best(
-    [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, BURST)),
-    (r) => r.mbPerSec,
-  )
-  const sus = best(
-    [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, SUSTAINED)),
-    (r) => r.mbPerSec,
-  )
-  if (nd)
-    target(
-      'W3b',
-      'non-durable ingest ≥ 500 MB/s (burst: the CPU-bound rate, before backpressure)',
-      nd.mbPerSec >= 500,
-      nd.mbPerSec / 500,
-      `${nd.mbPerSec.toFixed(0)} MB/s of 100 B rows at C=${nd.clients} over the first 0.5 s of a fresh writer (ratio = MB/s / 500)` +
-        (sus
-          ? `; sustained over ${sus.measuredSeconds} s with default options: ${sus.mbPerSec.toFixed(0)} MB/s at C=${sus.clients}, puts stalled ${fmtNum(sus.backpressureWaitMs ?? 0)} ms in total on maxUnflushedMemtableBytes, ${sus.generationsFlushed} generations flushed (the background WAL and the Parquet generations each write every byte, so sustained non-durable ingest is bounded by the disk)`
-          : ''),
-    )
-}
-if (wanted('W4')) {
-  const c1 = find('W4', 'memwal', 1, 1, false)
-  const c64 = find('W4', 'memwal', 1, 64, false)
-  if (c1)
-    target(
-      'W4a',
-      '1-row non-durable put p50 ≤ 30 µs per call',
-      c1.latencyUs.p50 <= 30,
-      c1.latencyUs.p50 / 30,
-      `p50 ${fmtUs(c1.latencyUs.p50)} at C=1 (ratio = p50 / 30 µs; ≤ 1 is met); async hop floor p50 ${fmtUs(floor.asyncHop.p50)}`,
-    )
-  if (c64)
-    target(
-      'W4b',
-      '≥ 50k non-durable 1-row calls/s at 64 clients',
-      c64.putsPerSec >= 50000,
-      c64.putsPerSec / 50000,
-      `${fmtNum(c64.putsPerSec)} calls/s (ratio = that / 50k); ${c64.generationsFlushed} generations flushed in the window`,
-    )
-}
-if (wanted('W5')) {
-  const steady = results.find((r) => r.workload === 'W5' && r.label?.startsWith('steady'))
-  const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
-  if (steady && rot) {
-    const x = rot.latencyUs.p999 / steady.latencyUs.p99
-    target(
-      'W5a',
-      'with rotations under load, p99.9 ≤ 10× steady-state p99',
-      x <= 10,
-      x / 10,
-      `rotating p99.9 ${fmtUs(rot.latencyUs.p999)} vs steady p99 ${fmtUs(steady.latencyUs.p99)} = ${x.toFixed(1)}× (ratio = that / 10; ≤ 1 is met); ${rot.generationsFlushed} generations flushed; stall ${fmtNum(rot.backpressureWaitMs ?? 0)} ms; throughput ${fmtNum(rot.putsPerSec)}/s vs ${fmtNum(steady.putsPerSec)}/s steady`,
-    )
-    const limit = W5_ROTATING.maxUnflushedMemtableBytes
-    const bound = limit + W5_ROTATING.maxMemtableSize
-    const growth = rot.rssOutsideHeapGrowth
-    target(
-      'W5b',
-      'RSS bounded by maxUnflushedMemtableBytes (+ the active MemTable)',
-      growth <= bound,
-      Math.max(0, growth) / bound,
-      `peak growth of RSS outside the V8 heap ${fmtBytes(growth)} during the ${rot.measuredSeconds + rot.warmupSeconds} s cell (total RSS growth ${fmtBytes(rot.rssPeak - rot.rssStart)}, peak RSS ${fmtBytes(rot.rssPeak)}) vs maxUnflushedMemtableBytes ${fmtBytes(limit)} + maxMemtableSize ${fmtBytes(W5_ROTATING.maxMemtableSize)} = ${fmtBytes(bound)} (ratio = growth / bound; ≤ 1 is met)`,
-    )
-  }
-}
-if (wanted('W6') && w6.length) {
-  const large = w6.filter((r) => r.kind.startsWith('large'))
-  const big = large[large.length - 1]
-  if (big)
-    target(
-      'W6',
-      'replay of large entries ≥ 200 MB/s',
-      big.replayMBps >= 200,
-      big.replayMBps / 200,
-      `${big.kind}: ${big.walEntries} entries, ${fmtBytes(big.walBytes)} in ${fmtUs(big.openMs * 1000)} = ${big.replayMBps.toFixed(0)} MB/s (ratio = MB/s / 200); open = claim + replay, warm page cache`,
-    )
-}
-if (w7Summary) {
-  const s = w7Summary
-  target(
-    'W7a',
-    'claiming a live shard ≤ 5 ms locally',
-    s.claimMs.p50 <= 5,
-    s.claimMs.p50 / 5,
-    `claim of a shard another writer is writing, from another process as in a failover between instances (epoch CAS, WAL tip, fence sentinel: the old writer is fenced from here; openStats().claimMs) p50 ${fmtUs(s.claimMs.p50 * 1000)}, max ${fmtUs(s.claimMs.max * 1000)} over ${s.reps}; from the old writer's own process (sharing its runtime and CPU) p50 ${fmtUs(s.inProcess.claimMs.p50 * 1000)}; the whole ShardWriter.open, which then replays the unflushed tail (p50 ${s.replayedEntries.p50} entries), p50 ${fmtUs(s.openMs.p50 * 1000)}; idle shard claim p50 ${s.idleClaimMs ? fmtUs(s.idleClaimMs.p50 * 1000) : '-'} (ratio = live claim p50 from another process / 5 ms)`,
-  )
-  const all = s.all
-  const ok =
-    all.okAfterClaimInvoked === 0 &&
-    all.okMissingAfterReopen === 0 &&
-    all.nonFencedErrors === 0 &&
-    all.hung === 0 &&
-    all.inflightRejected + all.inflightResolvedAndRecovered === all.inflightAtClaim &&
-    all.duringClaimRejected + all.duringClaimResolvedAndRecovered === all.duringClaim
-  target(
-    'W7b',
-    "the old writer's in-flight durable puts reject",
-    ok,
-    null,
-    `over ${all.reps} repetitions (both claimers): ${all.inflightAtClaim} puts in flight when the claim started: ${all.inflightRejected} rejected with FencedError(PeerClaimedEpoch), ${all.inflightResolvedAndRecovered} resolved because their WAL entry landed before the fence sentinel (all recovered by a later writer); invoked while the claim ran: ${all.duringClaim} (${all.duringClaimRejected} rejected, ${all.duringClaimResolvedAndRecovered} resolved and recovered); puts invoked after the claim returned that resolved: ${all.okAfterClaimInvoked}; acknowledged puts missing from a later writer's scan: ${all.okMissingAfterReopen}; other errors: ${all.nonFencedErrors}; hung: ${all.hung}; first rejection ${all.firstRejectAfterClaimMs ? fmtUs(all.firstRejectAfterClaimMs.p50 * 1000) : '-'} after the claim returned (p50; negative: before it returned)`,
-  )
-}
-
-say()
-say('Targets (each a ratio measured in this run)')
-for (const t of targets) {
-  say(
-    `  ${t.met === null ? 'n/a   ' : t.met ? 'met   ' : 'MISSED'} ${t.id.padEnd(4)} ${t.target}${t.ratio !== null ? ` — ratio ${t.ratio.toFixed(2)}` : ''}`,
-  )
-  say(`         ${t.detail}`)
-}
-
-// Smoke guards check what a run did (puts completed, no errors, rows replayed, group commit,
-// nothing lost or hung), never how fast: CI shares a two-core machine with whatever else runs,
-// and a benchmark is never a timed test. Speeds are printed beside the guards as readings; the
-// full run judges them as ratios within one run (the targets above).
-const guards = []
-function guard(text, ok, detail = '') {
-  guards.push({ guard: text, ok: Boolean(ok), detail })
-}
-const readings = []
-function reading(text, detail) {
-  readings.push({ reading: text, detail })
-}
-if (smoke) {
-  for (const r of results) {
-    if (r.store !== 'memwal') {
-      // Peers and floors can be slower than a smoke window: only their errors count.
-      guard(
-        `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}: no errors`,
-        r.errors === 0,
-        `${r.ops} ops, ${r.errors} errors${r.firstError ? `: ${r.firstError}` : ''}`,
-      )
-    } else {
-      guard(
-        `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}${r.label ? ` ${r.label}` : ''}: completed puts, no errors`,
-        r.ops > 0 && r.errors === 0,
-        `${r.ops} ops, ${r.errors} errors${r.firstError ? `: ${r.firstError}` : ''}`,
-      )
-    }
-  }
-  const w1 = find('W1', 'memwal', 1, 1)
-  if (w1) reading('W1 memwal p50 (publish floor p50)', `${fmtUs(w1.latencyUs.p50)} (${fmtUs(floor.publishNewFile100B.p50)})`)
-  const c1 = find('W2', 'memwal', 1, 1)
-  const c64 = find('W2', 'memwal', 1, 64)
-  if (c1 && c64) {
-    reading('W2 memwal 1-row durable puts/s, C=64 vs C=1', `${fmtNum(c64.putsPerSec)} vs ${fmtNum(c1.putsPerSec)}`)
-    guard(
-      'W2 memwal C=64 group-commits (> 2 puts per WAL entry)',
-      c64.putsPerWalEntry > 2,
-      `${c64.putsPerWalEntry?.toFixed(1)}`,
-    )
-  }
-  const nd = best(
-    [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, BURST)),
-    (r) => r.mbPerSec,
-  )
-  if (nd) reading('W3 memwal non-durable burst', `${nd.mbPerSec.toFixed(0)} MB/s`)
-  const w4 = find('W4', 'memwal', 1, 1, false)
-  if (w4) reading('W4 memwal non-durable p50', fmtUs(w4.latencyUs.p50))
-  const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
-  if (rot) {
-    guard('W5 rotations happened (≥ 1 generation flushed)', rot.generationsFlushed >= 1, `${rot.generationsFlushed}`)
-    guard('W5 RSS growth < 1 GiB', rot.rssPeak - rot.rssStart < 2 ** 30, fmtBytes(rot.rssPeak - rot.rssStart))
-  }
-  for (const r of w6) {
-    guard(`W6 ${r.kind}: every row replayed`, r.rowsReplayed === r.rowsWritten, `${r.rowsReplayed}/${r.rowsWritten}`)
-    if (r.kind.startsWith('large')) reading(`W6 ${r.kind}: replay`, `${r.replayMBps.toFixed(0)} MB/s`)
-  }
-  if (w7Summary) {
-    const all = w7Summary.all
-    guard(
-      'W7 old writer: no put invoked after the claim resolves; every acknowledged put recovered; nothing hangs',
-      all.okAfterClaimInvoked === 0 && all.okMissingAfterReopen === 0 && all.hung === 0 && all.nonFencedErrors === 0,
-      JSON.stringify(all),
-    )
-    reading('W7 claim p50', fmtUs(w7Summary.claimMs.p50 * 1000))
-    const reps = [...w7.process, ...w7.inProcess]
-    guard(
-      'W7 claim ≤ open',
-      reps.every((r) => r.claimMs > 0 && r.claimMs <= r.openMs),
-      JSON.stringify(reps.map((r) => [r.claimMs, r.openMs])),
-    )
-  }
-
-}
+const targets = issueTargets(report)
+sayTargets(targets, say)
+const checks = smoke ? smokeChecks(report) : null
 
 const totalSeconds = (now() - startedAt) / 1000
 const out = {
@@ -927,8 +672,8 @@ const out = {
   w6,
   w7: { summary: w7Summary, reps: w7, idle: w7Idle },
   targets,
-  guards: smoke ? guards : undefined,
-  readings: smoke ? readings : undefined,
+  guards: checks?.guards,
+  readings: checks?.readings,
 }
 
 const resultsDir = path.join(benchDir, 'results')
@@ -944,7 +689,7 @@ try {
   say(`wrote ${path.relative(process.cwd(), path.join(outDir, `${base}.json`))} and ${base}.svg`)
 } catch (e) {
   say(`chart failed: ${e.stack ?? e}`)
-  if (smoke) guard('chart renders', false, String(e))
+  if (smoke) checks.guard('chart renders', false, String(e))
 }
 
 say(
@@ -952,12 +697,4 @@ say(
     .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
     .join(', ')})`,
 )
-if (smoke) {
-  const failed = guards.filter((g) => !g.ok)
-  say()
-  say('smoke readings (not judged; the full run judges speed as ratios):')
-  for (const r of readings) say(`  ${r.reading}: ${r.detail}`)
-  say(`smoke: ${guards.length - failed.length} guards passed, ${failed.length} failed`)
-  for (const g of failed) say(`  FAILED ${g.guard}: ${g.detail}`)
-  process.exitCode = failed.length ? 1 : 0
-}
+if (smoke) process.exitCode = saySmokeChecks(checks, say) ? 1 : 0

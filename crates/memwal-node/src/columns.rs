@@ -1,8 +1,8 @@
 //! Record batches sent as their column buffers: the fast path for apache-arrow Tables.
 //!
 //! Encoding a Table as Arrow IPC in JavaScript costs tens of microseconds even for one row
-//! (flatbuffers and stream machinery), more than the rest of a put. Instead `index.ts` sends
-//! the batch's schema (as an IPC schema message, cached per Schema object) and, for every
+//! (flatbuffers and stream machinery), more than the rest of a put. Instead `lib/encoding.ts`
+//! sends the batch's schema (as an IPC schema message, cached per Schema object) and, for every
 //! array node in depth-first order, its length, offset and validity flag, plus the node's
 //! buffers as views on the JavaScript memory. Each buffer is copied once into Rust memory and
 //! the arrays are rebuilt here with full validation (`ArrayData::build`), so malformed input is
@@ -24,7 +24,7 @@ use napi::bindgen_prelude::Uint8Array;
 
 use crate::error::invalid;
 
-/// Per-node metadata words sent by `index.ts`: length, offset, has-validity.
+/// Per-node metadata words sent by `lib/encoding.ts`: length, offset, has-validity.
 const NODE_WORDS: usize = 3;
 
 struct Reader<'a> {
@@ -123,7 +123,7 @@ impl Reader<'_> {
     }
 }
 
-/// Rebuilds the batches sent by `index.ts` (see the module docs). `batches` holds each
+/// Rebuilds the batches sent by `lib/encoding.ts` (see the module docs). `batches` holds each
 /// batch's row count.
 pub fn decode(
     schema: &SchemaRef,

@@ -5,7 +5,7 @@
 //! a Tokio task spawned (waking a worker). Those cost more JavaScript-thread time than the
 //! insert itself, and with many clients they, not the disk, bounded the put rate. A relay is
 //! one task and one threadsafe function per writer: the insert hands it the put's watcher under
-//! an id chosen by `index.ts`, and each WAL append's outcomes come back as one callback.
+//! an id chosen by `lib/durable.ts`, and each WAL append's outcomes come back as one callback.
 
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -20,8 +20,8 @@ use crate::error::tagged;
 /// The arguments of the JavaScript callback: durable ids, failed ids, their tagged messages.
 pub type Args = FnArgs<(Vec<f64>, Vec<f64>, Vec<String>)>;
 
-/// Weak: a writer with no put waiting must not keep the process alive (`index.ts` holds the
-/// event loop open while a relayed put waits).
+/// Weak: a writer with no put waiting must not keep the process alive (`lib/durable.ts` holds
+/// the event loop open while a relayed put waits).
 type Callback = ThreadsafeFunction<Settled, (), Args, Status, false, true>;
 
 /// Outcomes collected for one callback.

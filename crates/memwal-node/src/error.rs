@@ -2,8 +2,8 @@
 //!
 //! An async napi rejection can only carry a Node-API status as `error.code`, so the stable
 //! memwal code (and the fence reason) travel as a fixed tag ahead of the message:
-//! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `index.ts` parses
-//! the tag in one function, throws the matching `MemWalError` subclass and strips the tag.
+//! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `lib/errors.ts`
+//! parses the tag in one function, throws the matching `MemWalError` subclass and strips the tag.
 //! The error's `source()` chain follows as indented "Caused by:" lines.
 
 use memwal_core::Error;

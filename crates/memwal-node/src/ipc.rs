@@ -1,4 +1,6 @@
-//! Arrow IPC stream bytes ↔ record batches, the only data format crossing the boundary.
+//! Arrow IPC stream bytes ↔ record batches: the format of schemas, of scan and tail results,
+//! and of puts given as IPC bytes or holding a column type that cannot cross as buffers. Other
+//! puts cross as column buffers instead (`columns.rs`, dispatched by `put_data.rs`).
 
 use std::io::Cursor;
 
@@ -41,8 +43,8 @@ pub fn decode_stream(bytes: bytes::Bytes) -> napi::Result<(SchemaRef, Vec<Record
 
 /// Decodes a schema sent as an IPC stream (schema message, no batches needed).
 ///
-/// `index.ts` encodes these bytes from an apache-arrow `Schema` itself, so bytes that do not
-/// decode mean the `Schema` (or the `Table` holding it) came from a second copy of
+/// `lib/encoding.ts` encodes these bytes from an apache-arrow `Schema` itself, so bytes that do
+/// not decode mean the `Schema` (or the `Table` holding it) came from a second copy of
 /// apache-arrow, whose type objects the first copy's encoder mis-encodes: say so.
 pub fn decode_schema(bytes: &[u8]) -> napi::Result<SchemaRef> {
     arrow_ipc::reader::StreamReader::try_new(Cursor::new(bytes), None)

@@ -33,7 +33,7 @@ impl NativeObjectStore {
 
     /// `file:///abs/path`, `memory://NAME` (shared in-process), a plain local path, or
     /// `s3://`, `gs://`, `az://` with `storage` options (object_store keys, snake_case or
-    /// camelCase, values as strings: `index.ts` has type-checked them).
+    /// camelCase, values as strings: `lib/store.ts` has type-checked them).
     #[napi(factory, catch_unwind)]
     pub fn from_uri(uri: String, storage: Option<HashMap<String, String>>) -> napi::Result<Self> {
         let mut options: Vec<(String, String)> = storage.unwrap_or_default().into_iter().collect();

@@ -1,0 +1,184 @@
+// Bad input to ShardWriter.open (a wrong location, options or schema, every option out of
+// range, a schema differing only in nullability), and calls on a closed, aborted or WAL-only
+// writer. Part of the bad-input matrix (its
+// shared shard and intact check are in seeded-shard.ts).
+//
+// Cells already covered in errors.spec.ts are not repeated here: a reopen with an Int64
+// schema, the first bad-config cases and put/flush/scan/forceSealActive/close after close().
+
+import test from 'ava'
+import { Schema, tableToIPC } from 'apache-arrow'
+
+import { ClosedError, InvalidArgumentError, ObjectStore, SchemaMismatchError, ShardWriter } from '../index'
+import { memoryLocation, nullableId, rows, schema } from './helpers'
+import { assertIntact, epochOf, seed } from './seeded-shard'
+
+// ---------------------------------------------------------------------------------------------
+// ShardWriter.open
+// ---------------------------------------------------------------------------------------------
+
+test('ShardWriter.open rejects a wrong location, options or schema type with INVALID_ARGUMENT and claims nothing', async (t) => {
+  const store = ObjectStore.memory()
+  const shardId = await seed(store)
+  const epoch = await epochOf(store, shardId)
+  for (const bad of [null, undefined, 42, {}, [], new Uint8Array(1)]) {
+    await t.throwsAsync(ShardWriter.open(bad as never, { schema, shardId }), {
+      instanceOf: InvalidArgumentError,
+      code: 'INVALID_ARGUMENT',
+      message: /location must be a path, a URI .* or an ObjectStore/,
+    })
+  }
+  for (const bad of [undefined, null, 'x', 42, [schema]]) {
+    await t.throwsAsync(ShardWriter.open(store, bad as never), {
+      instanceOf: InvalidArgumentError,
+      message: /ShardWriter\.open needs an options object with a schema/,
+    })
+  }
+  for (const bad of [undefined, 'id int', {}, schema.fields[0], rows([1]), tableToIPC(rows([1]), 'stream')]) {
+    await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), {
+      instanceOf: InvalidArgumentError,
+      code: 'INVALID_ARGUMENT',
+      message: /options\.schema must be an apache-arrow Schema/,
+    })
+  }
+  await t.throwsAsync(ShardWriter.open(store, { schema: new Schema([]), shardId }), {
+    instanceOf: InvalidArgumentError,
+    message: /schema has no fields/,
+  })
+  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
+  await assertIntact(t, store, shardId)
+})
+
+test('every option rejects NaN, a negative, Infinity, a fraction, a string or a giant value with INVALID_ARGUMENT naming it, and claims nothing', async (t) => {
+  const store = ObjectStore.memory()
+  const shardId = await seed(store)
+  const epoch = await epochOf(store, shardId)
+  const numeric = [
+    'maxWalBufferSize',
+    'maxWalFlushIntervalMs',
+    'maxWalPersistRetries',
+    'walPersistRetryBaseDelayMs',
+    'maxMemtableSize',
+    'maxMemtableBatches',
+    'maxUnflushedMemtableBytes',
+  ]
+  for (const option of numeric) {
+    for (const bad of [Number.NaN, -1, Number.POSITIVE_INFINITY, 1.5, '5', 2 ** 60, true]) {
+      await t.throwsAsync(
+        ShardWriter.open(store, { schema, shardId, [option]: bad } as never),
+        { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message: new RegExp(`invalid option ${option}`) },
+        `${option}: ${String(bad)}`,
+      )
+    }
+  }
+  const zeros: Array<[string, RegExp]> = [
+    ['maxMemtableSize', /max_memtable_size must be at least 1 byte/],
+    ['maxMemtableBatches', /max_memtable_batches must be between 1 and/],
+    ['maxUnflushedMemtableBytes', /max_unflushed_memtable_bytes must be at least 1 byte/],
+    ['maxWalFlushIntervalMs', /max_wal_flush_interval_ms must be between 1 and \d+ \(or null to disable the ticker\)/],
+  ]
+  for (const [option, message] of zeros) {
+    await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: 0 } as never), {
+      instanceOf: InvalidArgumentError,
+      message,
+    })
+  }
+  await t.throwsAsync(ShardWriter.open(store, { schema, shardId, maxWalPersistRetries: 2 ** 40 }), {
+    instanceOf: InvalidArgumentError,
+    message: /maxWalPersistRetries: 1099511627776 is too large/,
+  })
+  for (const option of ['durableWrite', 'enableMemtable']) {
+    for (const bad of ['yes', 1, null, Number.NaN]) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: bad } as never), {
+        instanceOf: InvalidArgumentError,
+        message: new RegExp(`invalid option ${option}: expected a boolean`),
+      })
+    }
+  }
+  for (const bad of [42, null, { id: shardId }]) {
+    await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad } as never), {
+      instanceOf: InvalidArgumentError,
+      message: /options\.shardId expects a string/,
+    })
+  }
+  for (const bad of ['', 'not-a-uuid', `${shardId}x`, 'x'.repeat(100_000)]) {
+    await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad }), {
+      instanceOf: InvalidArgumentError,
+      message: /is not a UUID/,
+    })
+  }
+  for (const unknown of ['shardID', 'durable', 'maxMemTableSize', '']) {
+    await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [unknown]: 1 } as never), {
+      instanceOf: InvalidArgumentError,
+      message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shardId`),
+    })
+  }
+  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
+  await assertIntact(t, store, shardId)
+})
+
+test('reopening with a schema that differs only in nullability is SCHEMA_MISMATCH and claims nothing', async (t) => {
+  const store = ObjectStore.memory()
+  const shardId = await seed(store)
+  const epoch = await epochOf(store, shardId)
+  await t.throwsAsync(ShardWriter.open(store, { schema: nullableId, shardId }), {
+    instanceOf: SchemaMismatchError,
+    code: 'SCHEMA_MISMATCH',
+    message: /`id`/,
+  })
+  t.is(await epochOf(store, shardId), epoch)
+  await assertIntact(t, store, shardId)
+})
+
+// ---------------------------------------------------------------------------------------------
+// Closed writers and WAL-only writers
+// ---------------------------------------------------------------------------------------------
+
+test('every method of a closed or aborted writer rejects with CLOSED, and abort stays idempotent', async (t) => {
+  for (const end of ['close', 'abort'] as const) {
+    const store = ObjectStore.memory()
+    const shardId = await seed(store)
+    const w = await ShardWriter.open(store, { schema, shardId, maxWalFlushIntervalMs: null })
+    await w[end]()
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ['put', () => w.put(rows([9]))],
+      ['putNoWait', () => w.putNoWait(rows([9]))],
+      ['flush', () => w.flush()],
+      ['forceSealActive', () => w.forceSealActive()],
+      ['waitForFlushDrain', () => w.waitForFlushDrain()],
+      ['checkFenced', () => w.checkFenced()],
+      ['memtableStats', () => w.memtableStats()],
+      ['scan', () => w.scan()],
+      ['close', () => w.close()],
+      ['asyncDispose', () => w[Symbol.asyncDispose]()],
+    ]
+    for (const [name, call] of calls) {
+      await t.throwsAsync(
+        call(),
+        { instanceOf: ClosedError, code: 'CLOSED', message: /is closed; open a new writer/ },
+        `${name} after ${end}`,
+      )
+    }
+    await t.notThrowsAsync(w.abort(), `abort after ${end}`)
+    await assertIntact(t, store, shardId)
+  }
+})
+
+test('MemTable-only methods of a WAL-only writer are INVALID_ARGUMENT', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema, enableMemtable: false })
+  const calls: Array<[string, () => Promise<unknown>]> = [
+    ['putNoWait', () => w.putNoWait(rows([1]))],
+    ['forceSealActive', () => w.forceSealActive()],
+    ['waitForFlushDrain', () => w.waitForFlushDrain()],
+    ['memtableStats', () => w.memtableStats()],
+    ['scan', () => w.scan()],
+  ]
+  for (const [name, call] of calls) {
+    await t.throwsAsync(
+      call(),
+      { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message: /WAL-only mode/ },
+      name,
+    )
+  }
+  await w.close()
+})

@@ -1,0 +1,99 @@
+// Smoke guards check what a run did (puts completed, no errors, rows replayed, group commit,
+// nothing lost or hung), never how fast: CI shares a two-core machine with whatever else runs,
+// and a benchmark is never a timed test. Speeds are printed beside the guards as readings; the
+// full run judges them as ratios within one run (the targets, targets.mjs).
+
+import { best } from './lookup.mjs'
+import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
+
+/**
+ * The guards and readings of a smoke run, as `{ guards, readings, guard }`: `guard(text, ok,
+ * detail)` adds one more (the report adds its own after these). `run` holds what they look at:
+ * the cells (`results`, looked up with `find`), W6's recoveries, W7's repetitions and summary,
+ * the machine `floor`, and W3's label `BURST`.
+ */
+export function smokeChecks(run) {
+  const { results, find, w6, w7, w7Summary, floor, BURST } = run
+  const guards = []
+  function guard(text, ok, detail = '') {
+    guards.push({ guard: text, ok: Boolean(ok), detail })
+  }
+  const readings = []
+  function reading(text, detail) {
+    readings.push({ reading: text, detail })
+  }
+  for (const r of results) {
+    if (r.store !== 'memwal') {
+      // Peers and floors can be slower than a smoke window: only their errors count.
+      guard(
+        `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}: no errors`,
+        r.errors === 0,
+        `${r.ops} ops, ${r.errors} errors${r.firstError ? `: ${r.firstError}` : ''}`,
+      )
+    } else {
+      guard(
+        `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}${r.label ? ` ${r.label}` : ''}: completed puts, no errors`,
+        r.ops > 0 && r.errors === 0,
+        `${r.ops} ops, ${r.errors} errors${r.firstError ? `: ${r.firstError}` : ''}`,
+      )
+    }
+  }
+  const w1 = find('W1', 'memwal', 1, 1)
+  if (w1) reading('W1 memwal p50 (publish floor p50)', `${fmtUs(w1.latencyUs.p50)} (${fmtUs(floor.publishNewFile100B.p50)})`)
+  const c1 = find('W2', 'memwal', 1, 1)
+  const c64 = find('W2', 'memwal', 1, 64)
+  if (c1 && c64) {
+    reading('W2 memwal 1-row durable puts/s, C=64 vs C=1', `${fmtNum(c64.putsPerSec)} vs ${fmtNum(c1.putsPerSec)}`)
+    guard(
+      'W2 memwal C=64 group-commits (> 2 puts per WAL entry)',
+      c64.putsPerWalEntry > 2,
+      `${c64.putsPerWalEntry?.toFixed(1)}`,
+    )
+  }
+  const nd = best(
+    [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, BURST)),
+    (r) => r.mbPerSec,
+  )
+  if (nd) reading('W3 memwal non-durable burst', `${nd.mbPerSec.toFixed(0)} MB/s`)
+  const w4 = find('W4', 'memwal', 1, 1, false)
+  if (w4) reading('W4 memwal non-durable p50', fmtUs(w4.latencyUs.p50))
+  const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
+  if (rot) {
+    guard('W5 rotations happened (≥ 1 generation flushed)', rot.generationsFlushed >= 1, `${rot.generationsFlushed}`)
+    guard('W5 RSS growth < 1 GiB', rot.rssPeak - rot.rssStart < 2 ** 30, fmtBytes(rot.rssPeak - rot.rssStart))
+  }
+  for (const r of w6) {
+    guard(`W6 ${r.kind}: every row replayed`, r.rowsReplayed === r.rowsWritten, `${r.rowsReplayed}/${r.rowsWritten}`)
+    if (r.kind.startsWith('large')) reading(`W6 ${r.kind}: replay`, `${r.replayMBps.toFixed(0)} MB/s`)
+  }
+  if (w7Summary) {
+    const all = w7Summary.all
+    guard(
+      'W7 old writer: no put invoked after the claim resolves; every acknowledged put recovered; nothing hangs',
+      all.okAfterClaimInvoked === 0 && all.okMissingAfterReopen === 0 && all.hung === 0 && all.nonFencedErrors === 0,
+      JSON.stringify(all),
+    )
+    reading('W7 claim p50', fmtUs(w7Summary.claimMs.p50 * 1000))
+    const reps = [...w7.process, ...w7.inProcess]
+    guard(
+      'W7 claim ≤ open',
+      reps.every((r) => r.claimMs > 0 && r.claimMs <= r.openMs),
+      JSON.stringify(reps.map((r) => [r.claimMs, r.openMs])),
+    )
+  }
+  return { guards, readings, guard }
+}
+
+/**
+ * Prints the readings and the guards' tally through `say`, then each failed guard. Returns
+ * whether any failed.
+ */
+export function saySmokeChecks({ guards, readings }, say) {
+  const failed = guards.filter((g) => !g.ok)
+  say()
+  say('smoke readings (not judged; the full run judges speed as ratios):')
+  for (const r of readings) say(`  ${r.reading}: ${r.detail}`)
+  say(`smoke: ${guards.length - failed.length} guards passed, ${failed.length} failed`)
+  for (const g of failed) say(`  FAILED ${g.guard}: ${g.detail}`)
+  return failed.length > 0
+}
