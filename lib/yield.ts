@@ -1,5 +1,5 @@
-// Lets the event loop run during a tight loop of puts. A put that inserts synchronously
-// (`tryInsert`) settles without an event-loop turn, so `for (;;) await writer.put(rows)` would
+// Lets the event loop run during a tight loop of puts. A put that the binding inserts at once
+// (a small one) settles without an event-loop turn, so `for (;;) await writer.put(rows)` would
 // starve timers, I/O and the durability acknowledgements of other writers; such puts await
 // `yieldIfDue()`, which gives the event loop one macrotask per interval.
 

@@ -1,11 +1,11 @@
-//! `DurableRelay`: reports the durability of small puts to JavaScript in batches.
+//! `DurableRelay`: reports the durability of puts to JavaScript in batches.
 //!
-//! A durable put that inserts on the JavaScript thread (`tryInsert`) used to wait with its
-//! ticket's async `wait()`: per put, a promise, a threadsafe function created and released, and
-//! a Tokio task spawned (waking a worker). Those cost more JavaScript-thread time than the
-//! insert itself, and with many clients they, not the disk, bounded the put rate. A relay is
-//! one task and one threadsafe function per writer: the insert hands it the put's watcher under
-//! an id chosen by `lib/durable.ts`, and each WAL append's outcomes come back as one callback.
+//! Waiting on each durable put with a native promise costs, per put, a threadsafe function
+//! created and released and a Tokio task spawned (waking a worker): more JavaScript-thread time
+//! than the insert itself, and with many clients that, not the disk, bounded the put rate. A
+//! relay is one task and one threadsafe function per writer: every durable put (the binding's
+//! one `put`) hands it the put's watcher under an id chosen by `lib/durable.ts`, and each WAL
+//! append's outcomes come back as one callback.
 
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
