@@ -261,8 +261,10 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
     b.ok(t, { cmd: 'put', name: 'b2', ids: range(4000, 16) }),
   ])
 
-  // A streams durable puts into a1; once some are acknowledged, B takes a1 over.
-  await a.ok(t, { cmd: 'stream', name: 'a1', start: 10_000, count: 5000 })
+  // A streams durable puts into a1; once some are acknowledged, B takes a1 over. The stream is
+  // far longer than any takeover takes, however slow the machine, so only the fence can end it.
+  const STREAM = 1_000_000
+  await a.ok(t, { cmd: 'stream', name: 'a1', start: 10_000, count: STREAM })
   await a.waitFor((m) => m.event === 'acked' && m.name === 'a1' && (m as { id?: number }).id === 10_009)
   const takeover = await b.ok(t, { cmd: 'open', name: 'a1', shardId: a1.shardId })
   t.is(takeover.shardId, a1.shardId)
@@ -273,7 +275,7 @@ test('two processes on S3: one takes over a shard of the other, which is fenced,
   t.is(end.error?.code, 'FENCED', JSON.stringify(end.error))
   t.is(end.error?.fenceReason, 'PeerClaimedEpoch')
   t.true(end.acked!.length >= 10)
-  t.true(end.acked!.length < 5000, 'the takeover happened mid-stream')
+  t.true(end.acked!.length < STREAM, 'the takeover happened mid-stream')
   const stale = await a.request({ cmd: 'put', name: 'a1', ids: [19_999] })
   t.is(stale.error?.fenceReason, 'PeerClaimedEpoch', 'the fence is latched')
 
