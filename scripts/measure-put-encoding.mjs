@@ -8,12 +8,15 @@
 //
 // Each round opens a fresh non-durable writer on a memory:// store (no WAL appends: no ticker,
 // no size trigger) and times `await writer.put(table)` back to back over a pool of prebuilt
-// Tables. It prints the median and the best round in microseconds per put.
+// Tables: wall time and the process's CPU time per put (steadier on a busy machine). It also
+// times the JavaScript encoding alone (`encode` of lib/encoding.js, what a put does before the
+// native call). Each figure is the median of the rounds, in microseconds.
 import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 
 const require = createRequire(import.meta.url)
 const memwal = require('../index.js')
+const { encode } = require('../lib/encoding.js')
 const arrow = require('apache-arrow')
 
 const PUTS = Number(process.argv[2] ?? 4000)
@@ -70,18 +73,23 @@ async function round(shape) {
     maxMemtableBatches: PUTS + 1,
   })
   const { tables } = shape
+  const cpu0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   for (let i = 0; i < PUTS; i++) await w.put(tables[i % tables.length])
-  const us = Number(process.hrtime.bigint() - t0) / 1000 / PUTS
+  const wall = Number(process.hrtime.bigint() - t0) / 1000 / PUTS
+  const cpu = process.cpuUsage(cpu0)
   await w.abort()
-  return us
+  const t1 = process.hrtime.bigint()
+  for (let i = 0; i < PUTS; i++) encode(tables[i % tables.length])
+  const encoding = Number(process.hrtime.bigint() - t1) / 1000 / PUTS
+  return { wall, cpu: (cpu.user + cpu.system) / PUTS, encoding }
 }
 
+const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)].toFixed(2)
 for (const shape of shapes()) {
   await round(shape) // warm-up
-  const times = []
-  for (let r = 0; r < ROUNDS; r++) times.push(await round(shape))
-  times.sort((a, b) => a - b)
-  const median = times[Math.floor(times.length / 2)]
-  console.log(`${shape.name}: median ${median.toFixed(2)} µs/put, best ${times[0].toFixed(2)} µs/put`)
+  const rounds = []
+  for (let r = 0; r < ROUNDS; r++) rounds.push(await round(shape))
+  const m = (k) => median(rounds.map((r) => r[k]))
+  console.log(`${shape.name}: put ${m('wall')} µs wall, ${m('cpu')} µs CPU; encode alone ${m('encoding')} µs`)
 }
