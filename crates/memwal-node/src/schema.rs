@@ -139,7 +139,10 @@ fn decode(json: &[u8]) -> Result<SchemaRef, String> {
 
 impl FieldDescription {
     fn into_field(self) -> Result<Field, String> {
-        let ordered = matches!(self.data_type, TypeDescription::Dictionary { ordered: true, .. });
+        let ordered = matches!(
+            self.data_type,
+            TypeDescription::Dictionary { ordered: true, .. }
+        );
         let name = self.name;
         let data_type = self
             .data_type
@@ -165,7 +168,10 @@ fn time_unit(unit: u8) -> Result<TimeUnit, String> {
 }
 
 fn children(children: Vec<FieldDescription>) -> Result<Vec<Field>, String> {
-    children.into_iter().map(FieldDescription::into_field).collect()
+    children
+        .into_iter()
+        .map(FieldDescription::into_field)
+        .collect()
 }
 
 impl TypeDescription {
@@ -278,7 +284,9 @@ impl TypeDescription {
             }
             T::FixedSizeBinary { byte_width } => {
                 if byte_width < 0 {
-                    return Err(format!("a fixed-size binary cannot be {byte_width} bytes wide"));
+                    return Err(format!(
+                        "a fixed-size binary cannot be {byte_width} bytes wide"
+                    ));
                 }
                 DataType::FixedSizeBinary(byte_width)
             }
