@@ -139,6 +139,8 @@ test('objects that look like apache-arrow data but are not are INVALID_ARGUMENT,
     ['a schema type of an unknown type id', withType({ typeId: 99 }), /batch 0's schema field 0 \(`id`\) is not an apache-arrow Schema: its type .* has the unknown type id 99/],
     ['an integer type 12 bits wide', withType({ typeId: 2, bitWidth: 12, isSigned: true }), /field `id`: an integer cannot be 12 bits wide/],
     ['a schema type with a BigInt attribute', withType({ typeId: 2, bitWidth: 32n, isSigned: true }), /put could not read an object \(Object\) as apache-arrow data/],
+    ['a Table-like whose numRows is not its batches\'', { schema, batches: rows([1]).batches, numRows: 5 }, /the data passed to put has 5 rows and 2 columns, but memwal decoded 1 rows and 2 columns/],
+    ['a batch-like whose numRows is not its length', { schema, data: rows([1]).batches[0]!.data, numRows: 2 }, /the data passed to put has 2 rows and 2 columns, but memwal decoded 1 rows/],
     ['a Table-like whose batches getter throws', throwing, /put could not read an object \(Object\) as apache-arrow data \(boom\)/],
   ]
   await assertPutsReject(t, { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT' }, cases)

@@ -145,16 +145,19 @@ function pushNode(plan: TypePlan, data: unknown, nodes: number[], buffers: Uint8
 
 /**
  * The column buffers of `batches` (each the struct `Data` of a RecordBatch whose schema is
- * `plan`, with `rows[i]` rows). `rows` and `columns` are what the caller passed.
+ * `plan`; its length is the batch's row count). `rows` is the row count the caller's Table or
+ * batches report, which the binding checks against the rows it decoded.
  *
  * @throws {InvalidArgumentError} if an array is not structured as apache-arrow Data of its
  * schema's type
  */
-export function columnsOf(plan: SchemaPlan, batches: readonly object[], rows: readonly number[], total: number): ColumnData {
+export function columnsOf(plan: SchemaPlan, batches: readonly object[], rows: number): ColumnData {
   const nodes: number[] = []
   const buffers: Uint8Array[] = []
+  const lengths = new Float64Array(batches.length)
   const width = plan.columns.length
   for (let b = 0; b < batches.length; b++) {
+    lengths[b] = Number((batches[b] as DataLike).length)
     const children = (batches[b] as DataLike).children
     if (!Array.isArray(children) || children.length !== width) {
       throw new InvalidArgumentError(
@@ -166,10 +169,10 @@ export function columnsOf(plan: SchemaPlan, batches: readonly object[], rows: re
   return {
     kind: 'columns',
     schema: plan.bytes,
-    batches: Float64Array.from(rows),
+    batches: lengths,
     nodes: Float64Array.from(nodes),
     buffers,
-    rows: total,
+    rows,
     columns: width,
   }
 }

@@ -61,11 +61,11 @@ const isTable = (v: unknown): v is ArrowTable => isObject(v) && isObject(v.schem
 const isRecordBatch = (v: unknown): v is ArrowRecordBatch =>
   isObject(v) && !Array.isArray(v) && isObject(v.schema) && isObject(v.data) && !Array.isArray(v.data)
 
-/** The rows of a batch, checked to be a count. */
-function rowsOf(batch: ArrowRecordBatch, what: string): number {
-  const rows = batch.numRows
+/** The `numRows` of a batch or Table, checked to be a count. */
+function rowsOf(data: { numRows: unknown }, what: string): number {
+  const rows = data.numRows
   if (typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0) {
-    throw new InvalidArgumentError(`${what} has ${describe(rows)} rows; pass an apache-arrow RecordBatch`)
+    throw new InvalidArgumentError(`${what} has ${describe(rows)} rows; pass an apache-arrow Table or RecordBatch`)
   }
   return rows
 }
@@ -77,22 +77,18 @@ function rowsOf(batch: ArrowRecordBatch, what: string): number {
 function encodeTable(table: ArrowTable): ColumnData {
   const plan = schemaPlan(table.schema, "the Table's schema")
   const datas: object[] = []
-  const rows: number[] = []
-  let total = 0
   table.batches.forEach((b, i) => {
     if (!isRecordBatch(b)) {
       throw new InvalidArgumentError(`batch ${i} of the Table is ${describe(b)}, not a RecordBatch; pass an apache-arrow Table`)
     }
-    const n = rowsOf(b, `batch ${i} of the Table`)
-    if (n === 0) return
-    datas.push(b.data)
-    rows.push(n)
-    total += n
+    if (rowsOf(b, `batch ${i} of the Table`) > 0) datas.push(b.data)
   })
-  if (total === 0) {
+  // The Table's own count, which the binding checks against what it decoded from the batches.
+  const rows = rowsOf(table, 'the Table')
+  if (datas.length === 0 || rows === 0) {
     throw new InvalidArgumentError('the Table has 0 rows: there is nothing to write; put a Table with at least one row')
   }
-  return columnsOf(plan, datas, rows, total)
+  return columnsOf(plan, datas, rows)
 }
 
 /**
@@ -134,7 +130,6 @@ function encodeBatches(batches: readonly unknown[]): ColumnData {
   return columnsOf(
     plan,
     list.map((b) => b.data),
-    rows,
     total,
   )
 }
