@@ -47,7 +47,10 @@ export declare class NativeShardReader {
 
 /** The writer of one shard. See `ShardWriter` in `lib/writer.ts`. */
 export declare class NativeShardWriter {
-  /** Opens (claims) a shard. `options` are the writer options under their JavaScript names. */
+  /**
+   * Opens (claims) a shard. `schema` is the JSON description of `schema.rs`; `options` are
+   * the writer options under their JavaScript names.
+   */
   static open(store: NativeObjectStore, schema: Uint8Array, options: Record<string, boolean | number | string | null>): Promise<NativeShardWriter>
   /** The shard id (UUID). */
   get shardId(): string

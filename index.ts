@@ -11,7 +11,9 @@
  * the Rust core; the TypeScript layer over its binding checks arguments and options, encodes
  * Arrow data at the edge (column buffers, or IPC), settles the durable puts the binding
  * acknowledges in batches, and turns native errors into typed {@link MemWalError}s. Files:
- * `errors.ts`, `store.ts` (object stores, storage options), `encoding.ts`, `options.ts`,
+ * `errors.ts`, `store.ts` (object stores, storage options), `encoding.ts` (put inputs; with
+ * `arrow-schema.ts` and `arrow-columns.ts`, which read any apache-arrow copy's Schema and
+ * batches by their structure), `options.ts`,
  * `types.ts` (results and statistics, declared once in the binding), `writer.ts`, `reader.ts`
  * (reader and tailer), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
@@ -30,7 +32,8 @@ export {
   SchemaMismatchError,
 } from './lib/errors.js'
 export { type Location, ObjectStore, type StorageOptions, StoreFaults } from './lib/store.js'
-export type { PutData } from './lib/encoding.js'
+export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
+export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
 export type { ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,

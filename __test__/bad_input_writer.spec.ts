@@ -49,6 +49,32 @@ test('ShardWriter.open rejects a wrong location, options or schema type with INV
   await assertIntact(t, store, shardId)
 })
 
+test('ShardWriter.open rejects a Schema look-alike whose fields or types are not Arrow\'s with INVALID_ARGUMENT naming the field, and claims nothing', async (t) => {
+  const store = ObjectStore.memory()
+  const shardId = await seed(store)
+  const epoch = await epochOf(store, shardId)
+  const field = (type: unknown) => ({ name: 'x', nullable: true, type })
+  const cases: [what: string, schema: unknown, message: RegExp][] = [
+    ['a field that is a number', { fields: [42] }, /options\.schema field 0 is not an apache-arrow Schema: it is number 42, not a Field/],
+    ['an unknown type id', { fields: [field({ typeId: 99 })] }, /options\.schema field 0 \(`x`\) is not an apache-arrow Schema: .*unknown type id 99/],
+    ['a type that is a string', { fields: [field('Int32')] }, /options\.schema field 0 \(`x`\) is not an apache-arrow Schema: its type is string Int32/],
+    ['metadata that is not a Map', { fields: [], metadata: { a: '1' } }, /options\.schema is not an apache-arrow Schema: its metadata is an object \(Object\), not a Map/],
+    ['a list without its child', { fields: [field({ typeId: 12, children: [] })] }, /has 0 child fields/],
+    ['a 12-bit integer', { fields: [field({ typeId: 2, bitWidth: 12, isSigned: true })] }, /field `x`: an integer cannot be 12 bits wide/],
+    [
+      'a dictionary keyed by strings',
+      { fields: [field({ typeId: -1, indices: { typeId: 5 }, dictionary: { typeId: 5 }, isOrdered: false })] },
+      /field `x`: a dictionary cannot be keyed by Utf8/,
+    ],
+    ['a time unit Arrow does not have', { fields: [field({ typeId: 10, unit: 9, timezone: null })] }, /field `x`: unknown time unit 9/],
+  ]
+  for (const [what, bad, message] of cases) {
+    await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message }, what)
+  }
+  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
+  await assertIntact(t, store, shardId)
+})
+
 test('every option rejects NaN, a negative, Infinity, a fraction, a string or a giant value with INVALID_ARGUMENT naming it, and claims nothing', async (t) => {
   const store = ObjectStore.memory()
   const shardId = await seed(store)

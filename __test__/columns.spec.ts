@@ -1,26 +1,45 @@
 import test from 'ava'
 import {
   Binary,
+  BinaryView,
   Bool,
   DateDay,
+  DateMillisecond,
+  Decimal,
+  DenseUnion,
+  DurationMicrosecond,
   Dictionary,
   Field,
   FixedSizeBinary,
   Float32,
+  Float16,
   Float64,
   Int8,
   Int16,
   Int32,
   Int64,
+  IntervalDayTime,
+  IntervalYearMonth,
+  LargeList,
   LargeUtf8,
   List,
+  Null,
+  RecordBatch,
   Schema,
+  SparseUnion,
   Struct,
   Table,
+  TimeMillisecond,
+  TimeNanosecond,
+  TimestampMicrosecond,
   TimestampMillisecond,
   Uint8,
   Uint64,
   Utf8,
+  Utf8View,
+  makeData,
+  makeTable,
+  makeVector,
   tableFromArrays,
   tableToIPC,
   vectorFromArray,
@@ -37,14 +56,23 @@ function tableOf(fields: Field[], columns: Record<string, unknown[]>): Table {
   return new Table(vectors as never)
 }
 
-const json = (t: Table) => JSON.stringify(t.toArray(), (_, v) => (typeof v === 'bigint' ? `${v}n` : v))
+const json = (t: Table) =>
+  JSON.stringify(t.toArray(), (_, v: unknown) =>
+    typeof v === 'bigint' ? `${v}n` : ArrayBuffer.isView(v) ? Array.from(v as Uint32Array) : v,
+  )
 
-async function roundTrip(t: import('ava').ExecutionContext, table: Table) {
+/**
+ * Puts `table` as column buffers and (with `viaIpc`) as IPC bytes from apache-arrow's own
+ * tableToIPC, and checks that both read back as `table`.
+ */
+async function roundTrip(t: import('ava').ExecutionContext, table: Table, viaIpcToo = true) {
   const schema = new Schema(table.schema.fields)
   const a = await ShardWriter.open(memoryLocation(), { schema })
   await a.put(table)
   const viaColumns = await a.scan()
   await a.close()
+  t.is(json(viaColumns), json(table))
+  if (!viaIpcToo) return
   const b = await ShardWriter.open(memoryLocation(), { schema })
   await b.put(tableToIPC(table, 'stream'))
   const viaIpc = await b.scan()
@@ -170,4 +198,91 @@ test('a table of several batches arrives in order', async (t) => {
   t.deepEqual(r.batchPositions, { start: 0, end: 3 })
   t.deepEqual(Array.from((await w.scan()).getChild('i')!.toArray()), [0, 1, 10, 11, 20, 21])
   await w.close()
+})
+
+test('sparse and dense unions arrive intact, sliced too', async (t) => {
+  // Not through roundTrip: its close() flushes a Parquet generation, and the Parquet writer
+  // cannot store unions (a shard with a union column cannot flush; see the report of this change).
+  const n = 4
+  const unionFields = [new Field('i', new Int32(), true), new Field('s', new Utf8(), true)]
+  const sparse = makeData({
+    type: new SparseUnion([0, 1], unionFields),
+    length: n,
+    typeIds: Int8Array.of(0, 1, 0, 1),
+    children: [vectorFromArray([1, null, 3, 4], new Int32()).data[0]!, vectorFromArray(['a', 'b', null, 'd'], new Utf8()).data[0]!],
+  })
+  const dense = makeData({
+    type: new DenseUnion([3, 7], unionFields),
+    length: n,
+    typeIds: Int8Array.of(3, 7, 3, 7),
+    valueOffsets: Int32Array.of(0, 0, 1, 1),
+    children: [vectorFromArray([1, null], new Int32()).data[0]!, vectorFromArray(['b', 'd'], new Utf8()).data[0]!],
+  })
+  const table = new Table({ sparse: makeVector(sparse), dense: makeVector(dense) })
+  const w = await ShardWriter.open(memoryLocation(), { schema: new Schema(table.schema.fields), durableWrite: false })
+  await w.put(table)
+  await w.put(table.slice(1, 3))
+  t.is(json(await w.scan()), json(table.concat(table.slice(1, 3))))
+  await w.abort()
+})
+
+test('large lists, views, decimals, half floats, times, durations, intervals and nulls arrive intact', async (t) => {
+  const n = 4
+  // 128-bit decimals as four little-endian words each: 1.50, null, -0.01, 2^32 hundredths.
+  const decimal = makeData({
+    type: new Decimal(2, 10, 128),
+    length: n,
+    nullCount: 1,
+    nullBitmap: Uint8Array.of(0b1101),
+    data: Uint32Array.of(150, 0, 0, 0, 0, 0, 0, 0, ~0, ~0, ~0, ~0, 0, 1, 0, 0),
+  })
+  const columns = {
+    decimal: makeVector(decimal),
+    ll: vectorFromArray([[1, 2], null, [], [3]], new LargeList(new Field('item', new Int32(), true))),
+    sv: vectorFromArray(['a', null, 'a string longer than twelve bytes', ''], new Utf8View()),
+    bv: vectorFromArray([Uint8Array.of(1), null, new Uint8Array(40).fill(7), Uint8Array.of()], new BinaryView()),
+    f16: vectorFromArray([1.5, null, -2, 0.25], new Float16()),
+    tms: vectorFromArray([1000, null, 3, 86_399_999], new TimeMillisecond()),
+    tns: vectorFromArray([1000n, null, 3n, 4n], new TimeNanosecond()),
+    dur: vectorFromArray([1000n, null, 3n, -4n], new DurationMicrosecond()),
+    ym: vectorFromArray([Int32Array.of(14), null, Int32Array.of(3), Int32Array.of(-1)], new IntervalYearMonth()),
+    dt: vectorFromArray([Int32Array.of(1, 2), null, Int32Array.of(3, 4), Int32Array.of(0, -5)], new IntervalDayTime()),
+    dms: vectorFromArray([new Date(0), null, new Date(86_400_000), new Date(1_700_000_000_000)], new DateMillisecond()),
+    tz: vectorFromArray([1, null, 3, 4], new TimestampMicrosecond('Europe/Paris')),
+    nul: vectorFromArray([null, null, null, null], new Null()),
+  }
+  // Every field nullable: `new Table(columns)` makes the all-null Null column a not-null field.
+  const inferred = new Table(columns)
+  const nullable = new Schema(inferred.schema.fields.map((f) => f.clone({ nullable: true })))
+  const table = new Table(inferred.batches.map((b) => new RecordBatch(nullable, b.data)))
+  await roundTrip(t, table)
+  // apache-arrow 21's tableToIPC mis-writes a sliced view column, so the slice is checked
+  // against the Table alone.
+  await roundTrip(t, table.slice(1, 3), false)
+  const schema = new Schema(table.schema.fields)
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  await w.put(table)
+  const back = await w.scan()
+  t.deepEqual(
+    back.schema.fields.map((f) => String(f.type)),
+    table.schema.fields.map((f) => String(f.type)),
+    'every type keeps its attributes (decimal scale, units, time zone)',
+  )
+  await w.close()
+})
+
+test('makeTable and makeData tables arrive intact', async (t) => {
+  const table = makeTable({ i: Int32Array.of(1, 2, 3), f: Float64Array.of(0.5, -1, 2) })
+  await roundTrip(t, table)
+  const struct = new Struct([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)])
+  const data = makeData({
+    type: struct,
+    length: 2,
+    nullCount: 0,
+    children: [
+      makeData({ type: new Int32(), length: 2, nullCount: 0, data: Int32Array.of(5, 6) }),
+      makeData({ type: new Utf8(), length: 2, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 3), data: Uint8Array.of(97, 98, 99) }),
+    ],
+  })
+  await roundTrip(t, new Table({ s: makeVector(data) }))
 })

@@ -29,9 +29,9 @@ test('an empty batch list is INVALID_ARGUMENT and leaves the shard intact', asyn
   await w.close()
 })
 
-test('an empty batch is INVALID_ARGUMENT', async (t) => {
+test('an empty Table is INVALID_ARGUMENT saying there is nothing to write', async (t) => {
   const w = await ShardWriter.open(memoryLocation(), { schema })
-  await t.throwsAsync(w.put(rows([])), { instanceOf: InvalidArgumentError, message: /Batch 0 is empty/ })
+  await t.throwsAsync(w.put(rows([])), { instanceOf: InvalidArgumentError, message: /0 rows: there is nothing to write/ })
   await w.close()
 })
 

@@ -1,199 +1,184 @@
-// Arrow data at the edge: what `put` accepts, encoded for the binding. A Table's batches go as
-// column buffers where every column type allows it (no copy into an IPC stream; `columns.rs`
-// in the binding reads them), otherwise as Arrow IPC stream bytes. Also the schema bytes of
-// `ShardWriter.open`.
+// Arrow data at the edge: what `put` accepts, encoded for the binding, and the shard schema of
+// `ShardWriter.open`. Tables and RecordBatches, from any copy of apache-arrow (version 15 or
+// newer, CommonJS or ESM), are read by their structure (`arrow-schema.ts` for the schema,
+// `arrow-columns.ts` for the column buffers) and never re-encoded as IPC here; Arrow IPC stream
+// bytes go to the binding as they are. Each input is one `kind` of data object for the binding
+// (`put_data.rs`); another input is one more kind.
 
-import { type Data, RecordBatch, Schema, Table, Type, tableToIPC } from 'apache-arrow'
+import { type ColumnData, columnsOf } from './arrow-columns.js'
+import { type ArrowSchema, schemaPlan } from './arrow-schema.js'
+import { InvalidArgumentError, MemWalError, SchemaMismatchError, describe } from './errors.js'
 
-import { InvalidArgumentError, SchemaMismatchError, describe } from './errors.js'
-
-/** What `put` accepts: a Table, a RecordBatch, an array of RecordBatches, or IPC stream bytes. */
-export type PutData = Table | RecordBatch | RecordBatch[] | Uint8Array
-
-/** A put's data as Arrow IPC stream bytes (any input), checked against `rows`/`columns`. */
-export interface IpcData {
-  kind: 'ipc'
-  bytes: Uint8Array
-  rows: number | null
-  columns: number | null
+/**
+ * The parts of an apache-arrow `RecordBatch` that memwal reads. A RecordBatch of any copy of
+ * apache-arrow (version 15 or newer) fits.
+ */
+export interface ArrowRecordBatch {
+  /** The batch's schema. */
+  readonly schema: ArrowSchema
+  /** The batch's rows as one struct array (apache-arrow `Data`). */
+  readonly data: object
+  /** The number of rows. */
+  readonly numRows: number
 }
 
 /**
- * A put's batches as column buffers (the fast path for Tables; see `columns.rs` in the
- * binding): the schema as an IPC schema message, each batch's row count, three words per array
- * node in depth-first order (length, offset, has-validity), and the nodes' buffers.
+ * The parts of an apache-arrow `Table` that memwal reads. A Table of any copy of apache-arrow
+ * (version 15 or newer) fits.
  */
-export interface ColumnData {
-  kind: 'columns'
-  schema: Uint8Array
-  batches: Float64Array
-  nodes: Float64Array
-  buffers: Uint8Array[]
+export interface ArrowTable {
+  /** The table's schema. */
+  readonly schema: ArrowSchema
+  /** The table's batches (chunks), in row order. */
+  readonly batches: readonly ArrowRecordBatch[]
+  /** The number of rows. */
+  readonly numRows: number
 }
+
+/**
+ * What `put` accepts: an apache-arrow Table, a RecordBatch, an array of RecordBatches (from any
+ * copy of apache-arrow, version 15 or newer), or Arrow IPC stream bytes.
+ */
+export type PutData = ArrowTable | ArrowRecordBatch | readonly ArrowRecordBatch[] | Uint8Array
+
+/** A put's data as Arrow IPC stream bytes, passed by the caller. */
+export interface IpcData {
+  kind: 'ipc'
+  bytes: Uint8Array
+}
+
+export type { ColumnData }
 
 /** A put's data as the binding takes it: column buffers, or IPC bytes. */
 export type Encoded = IpcData | ColumnData
 
-/** A Table as column buffers if every column type allows it, else as IPC bytes. */
-function encodeTable(table: Table): Encoded {
-  return columnsOf(table.schema, table.batches) ?? ipcOf(table)
-}
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
 
-/** A Table as IPC stream bytes, with its row and column counts for the binding to check. */
-function ipcOf(table: Table): IpcData {
-  let bytes: Uint8Array
-  try {
-    bytes = tableToIPC(table, 'stream')
-  } catch (e) {
-    throw new InvalidArgumentError(
-      `the Table could not be encoded as Arrow IPC (${(e as Error).message}). If two copies of apache-arrow are installed, align them to ^21.2 (npm ls apache-arrow) or pass IPC bytes`,
-      { cause: e },
-    )
+/** A Table of any apache-arrow copy: a schema and an array of batches. */
+const isTable = (v: unknown): v is ArrowTable => isObject(v) && isObject(v.schema) && Array.isArray(v.batches)
+
+/** A RecordBatch of any apache-arrow copy: a schema and its rows as one struct array. */
+const isRecordBatch = (v: unknown): v is ArrowRecordBatch =>
+  isObject(v) && !Array.isArray(v) && isObject(v.schema) && isObject(v.data) && !Array.isArray(v.data)
+
+/** The `numRows` of a batch or Table, checked to be a count. */
+function rowsOf(data: { numRows: unknown }, what: string): number {
+  const rows = data.numRows
+  if (typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0) {
+    throw new InvalidArgumentError(`${what} has ${describe(rows)} rows; pass an apache-arrow Table or RecordBatch`)
   }
-  return { kind: 'ipc', bytes, rows: table.numRows, columns: table.numCols }
-}
-
-/** Encoded schema messages, by Schema object: a put's Table usually shares its schema with many. */
-const schemaMessages = new WeakMap<Schema, Uint8Array>()
-
-/** The IPC schema message of `schema`, encoded once per Schema object. */
-function schemaMessage(schema: Schema): Uint8Array {
-  let bytes = schemaMessages.get(schema)
-  if (bytes === undefined) {
-    bytes = tableToIPC(new Table(schema), 'stream')
-    schemaMessages.set(schema, bytes)
-  }
-  return bytes
-}
-
-/** The bytes of a typed array, without a copy. */
-function view(a: ArrayBufferView): Uint8Array {
-  return a instanceof Uint8Array ? a : new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+  return rows
 }
 
 /**
- * Appends `data`'s node and buffers in the order `columns.rs` reads them. Returns false for
- * a type the fast path does not carry (the caller then encodes IPC instead).
+ * A Table's batches as column buffers. Its empty batches are skipped: how apache-arrow chunks
+ * a Table is not the caller's choice, and they hold nothing to write.
  */
-function pushNode(data: Data, nodes: number[], buffers: Uint8Array[]): boolean {
-  const bitmap = data.nullBitmap as Uint8Array | undefined
-  const hasValidity = data.nullCount !== 0 && bitmap !== undefined && bitmap.byteLength > 0
-  nodes.push(data.length, data.offset, hasValidity ? 1 : 0)
-  if (hasValidity) buffers.push(bitmap)
-  const children = data.children as Data[]
-  switch (data.type.typeId) {
-    case Type.Null:
-      return true
-    case Type.Int:
-    case Type.Float:
-    case Type.Bool:
-    case Type.Decimal:
-    case Type.Date:
-    case Type.Time:
-    case Type.Timestamp:
-    case Type.Interval:
-    case Type.Duration:
-    case Type.FixedSizeBinary:
-      buffers.push(view(data.values))
-      return true
-    case Type.Utf8:
-    case Type.Binary:
-    case Type.LargeUtf8:
-    case Type.LargeBinary:
-      buffers.push(view(data.valueOffsets), view(data.values))
-      return true
-    case Type.List:
-    case Type.LargeList:
-    case Type.Map:
-      buffers.push(view(data.valueOffsets))
-      return pushNode(children[0]!, nodes, buffers)
-    case Type.FixedSizeList:
-      return pushNode(children[0]!, nodes, buffers)
-    case Type.Struct:
-      return children.every((c) => pushNode(c, nodes, buffers))
-    case Type.Dictionary: {
-      const dictionary = data.dictionary?.data
-      if (dictionary === undefined || dictionary.length !== 1) return false
-      buffers.push(view(data.values))
-      return pushNode(dictionary[0]!, nodes, buffers)
+function encodeTable(table: ArrowTable): ColumnData {
+  const plan = schemaPlan(table.schema, "the Table's schema")
+  const datas: object[] = []
+  table.batches.forEach((b, i) => {
+    if (!isRecordBatch(b)) {
+      throw new InvalidArgumentError(`batch ${i} of the Table is ${describe(b)}, not a RecordBatch; pass an apache-arrow Table`)
     }
-    default:
-      return false
+    if (rowsOf(b, `batch ${i} of the Table`) > 0) datas.push(b.data)
+  })
+  // The Table's own count, which the binding checks against what it decoded from the batches.
+  const rows = rowsOf(table, 'the Table')
+  if (datas.length === 0 || rows === 0) {
+    throw new InvalidArgumentError('the Table has 0 rows: there is nothing to write; put a Table with at least one row')
   }
-}
-
-/** The batches as column buffers; `null` if a column's type needs IPC. */
-function columnsOf(schema: Schema, batches: RecordBatch[]): ColumnData | null {
-  const nodes: number[] = []
-  const buffers: Uint8Array[] = []
-  for (const b of batches) {
-    for (const child of b.data.children) {
-      if (!pushNode(child, nodes, buffers)) return null
-    }
-  }
-  return {
-    kind: 'columns',
-    schema: schemaMessage(schema),
-    batches: Float64Array.from(batches, (b) => b.numRows),
-    nodes: Float64Array.from(nodes),
-    buffers,
-  }
-}
-
-/** The bytes a put carries (what decides whether it is inserted on the JavaScript thread). */
-export function encodedBytes(e: Encoded): number {
-  return e.kind === 'ipc' ? e.bytes.byteLength : e.buffers.reduce((n, b) => n + b.byteLength, 0)
-}
-
-/** A schema as error messages show it: `name: type [not null]`, comma-separated. */
-function schemaText(s: Schema): string {
-  return s.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')
+  return columnsOf(plan, datas, rows)
 }
 
 /**
- * Encodes a put's data (checked to be {@link PutData}, whose batches must share one schema)
- * for the binding.
+ * Batches of one put as column buffers. They must share one schema (as memwal describes it:
+ * dictionary ids do not count). An empty batch is refused unless every batch is empty (then
+ * there is nothing to write): `batchPositions` count the caller's batches.
+ */
+function encodeBatches(batches: readonly unknown[]): ColumnData {
+  if (batches.length === 0) {
+    throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
+  }
+  // An index loop, not forEach: forEach skips the holes of a sparse array.
+  for (let i = 0; i < batches.length; i++) {
+    if (!isRecordBatch(batches[i])) {
+      throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(batches[i])}`)
+    }
+  }
+  const list = batches as readonly ArrowRecordBatch[]
+  const plan = schemaPlan(list[0]!.schema, "batch 0's schema")
+  const rows = list.map((b, i) => rowsOf(b, `batch ${i}`))
+  const total = rows.reduce((a, b) => a + b, 0)
+  if (total === 0) {
+    const what = list.length === 1 ? 'the RecordBatch has 0 rows' : `all ${list.length} batches have 0 rows`
+    throw new InvalidArgumentError(`${what}: there is nothing to write; put at least one row`)
+  }
+  list.forEach((b, i) => {
+    const p = b.schema === list[0]!.schema ? plan : schemaPlan(b.schema, `batch ${i}'s schema`)
+    if (p.json !== plan.json) {
+      throw new SchemaMismatchError(
+        `batch ${i} has schema (${p.text}) but batch 0 has (${plan.text}); every batch of a put needs the shard's schema`,
+      )
+    }
+    if (rows[i] === 0) {
+      throw new InvalidArgumentError(
+        `Batch ${i} is empty (0 rows); remove empty batches before put (a Table's empty batches are skipped)`,
+      )
+    }
+  })
+  return columnsOf(
+    plan,
+    list.map((b) => b.data),
+    total,
+  )
+}
+
+/**
+ * Encodes a put's data (checked to be {@link PutData}) for the binding.
+ *
+ * @throws {InvalidArgumentError} for anything else, for no rows, or for a Table or RecordBatch
+ * whose structure is not apache-arrow's
+ * @throws {SchemaMismatchError} for batches of different schemas
  */
 export function encode(data: unknown): Encoded {
   if (data instanceof Uint8Array) {
-    return { kind: 'ipc', bytes: data, rows: null, columns: null }
+    return { kind: 'ipc', bytes: data }
   }
-  if (data instanceof Table) {
-    return encodeTable(data)
-  }
-  if (data instanceof RecordBatch) {
-    return encodeTable(new Table(data))
-  }
-  if (Array.isArray(data)) {
-    if (data.length === 0) {
-      throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
-    }
-    // An index loop, not forEach: forEach skips the holes of a sparse array.
-    for (let i = 0; i < data.length; i++) {
-      if (!(data[i] instanceof RecordBatch)) {
-        throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(data[i])}`)
-      }
-    }
-    const batches = data as RecordBatch[]
-    const first = batches[0]!.schema
-    batches.forEach((b, i) => {
-      if (schemaText(b.schema) !== schemaText(first)) {
-        throw new SchemaMismatchError(
-          `batch ${i} has schema (${schemaText(b.schema)}) but batch 0 has (${schemaText(first)}); every batch of a put needs the shard's schema`,
-        )
-      }
-    })
-    return encodeTable(new Table(batches))
+  try {
+    if (isTable(data)) return encodeTable(data)
+    if (isRecordBatch(data)) return encodeBatches([data])
+    if (Array.isArray(data)) return encodeBatches(data)
+  } catch (e) {
+    // A getter of a malformed object (a Table-like whose parts throw) must not surface as a
+    // raw TypeError: what was passed is not a put input.
+    if (e instanceof MemWalError) throw e
+    throw new InvalidArgumentError(
+      `put could not read ${describe(data)} as apache-arrow data (${(e as Error)?.message ?? String(e)}); pass an apache-arrow Table, RecordBatch or RecordBatch[] (apache-arrow 15 or newer), or Arrow IPC stream bytes`,
+      { cause: e },
+    )
   }
   throw new InvalidArgumentError(
     `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), got ${describe(data)}`,
   )
 }
 
-/** The shard schema of `ShardWriter.open` (checked to be a Schema) as an IPC schema message. */
+/**
+ * The shard schema of `ShardWriter.open` (any apache-arrow copy's Schema) as the JSON
+ * description the binding parses.
+ *
+ * @throws {InvalidArgumentError} if `schema` is not structured as an apache-arrow Schema
+ */
 export function schemaBytes(schema: unknown): Uint8Array {
-  if (!(schema instanceof Schema)) {
+  if (!isObject(schema) || !Array.isArray(schema.fields)) {
     throw new InvalidArgumentError(`options.schema must be an apache-arrow Schema, got ${describe(schema)}`)
   }
-  return schemaMessage(schema)
+  try {
+    return schemaPlan(schema, 'options.schema').bytes
+  } catch (e) {
+    if (e instanceof MemWalError) throw e
+    throw new InvalidArgumentError(`options.schema could not be read as an apache-arrow Schema (${(e as Error)?.message ?? String(e)})`, {
+      cause: e,
+    })
+  }
 }

@@ -4,16 +4,18 @@
 // check and the type check. Writer options then go to the core under these same names
 // (`WriterConfig::set_host_option`, the core's one list of them), which checks the values.
 
-import type { Schema } from 'apache-arrow'
-
+import type { ArrowSchema } from './arrow-schema.js'
 import { schemaBytes } from './encoding.js'
 import { InvalidArgumentError, describe, requireString } from './errors.js'
 import { type StorageOptions, storageOf } from './store.js'
 
 /** Options of {@link ShardWriter.open}. Sizes are bytes, durations milliseconds. */
 export interface ShardWriterOptions {
-  /** The shard's schema. Every put must match it (field names, types, nullability). */
-  schema: Schema
+  /**
+   * The shard's schema: an apache-arrow `Schema` from any copy of apache-arrow (version 15 or
+   * newer). Every put must match it (field names, types, nullability).
+   */
+  schema: ArrowSchema
   /**
    * The shard to write (a UUID). Reopening an existing shard takes it over from its previous
    * writer and replays its WAL.

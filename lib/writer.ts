@@ -95,9 +95,16 @@ export class ShardWriter {
    * Inserts rows atomically. In durable mode it resolves only once the WAL entry holding
    * exactly these rows is persisted; in non-durable mode, once they are in memory.
    *
-   * @param data - a Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
+   * @param data - an apache-arrow Table, a RecordBatch, or RecordBatch[] (from any copy of
+   * apache-arrow, version 15 or newer, loaded through `import` or `require`), or Arrow IPC
+   * stream bytes. A Table's empty batches are skipped; in a RecordBatch[] every batch must hold
+   * rows, since the batch positions count the caller's batches. Batches may carry different
+   * dictionaries.
    * @returns the generation and the generation-local batch positions
-   * @throws {InvalidArgumentError} for empty input, an empty batch, or bad bytes
+   * @throws {InvalidArgumentError} for input that holds nothing to write (a Table, RecordBatch
+   * or batch list with 0 rows, an empty list), an empty batch among others, anything that is
+   * not a put input, a Table or RecordBatch whose structure is not apache-arrow's, or bytes that
+   * are not an Arrow IPC stream
    * @throws {SchemaMismatchError} if the data's schema is not the shard's
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
    * @throws {ClosedError} after `close()`/`abort()`

@@ -1,9 +1,9 @@
 // Compiles the TypeScript sources twice: CommonJS for `require('memwal')` (index.js, lib/*.js,
 // with their .d.ts) and ESM for `import ... from 'memwal'` (index.mjs, lib/*.mjs, with their
 // .d.mts); and the CLI (cli/*.ts → cli/*.js, CommonJS). Each flavour of the API loads the
-// matching build of apache-arrow, so a user's Table and memwal's encoder always come from one
-// copy: mixing apache-arrow's CJS and ESM builds corrupts types silently (e.g. Int32 becomes
-// "Int").
+// matching build of apache-arrow for the Tables that `scan` returns. What users pass in is read
+// by its structure (lib/arrow-schema.ts, lib/arrow-columns.ts), so it may come from either
+// build, or from another apache-arrow version.
 //
 // Both flavours sit side by side in one package without "type": "module", so the ESM files need
 // the .mjs extension: the ESM build is compiled to a temp directory, then each of its modules

@@ -1,25 +1,30 @@
 //! Record batches sent as their column buffers: the fast path for apache-arrow Tables.
 //!
 //! Encoding a Table as Arrow IPC in JavaScript costs tens of microseconds even for one row
-//! (flatbuffers and stream machinery), more than the rest of a put. Instead `lib/encoding.ts`
-//! sends the batch's schema (as an IPC schema message, cached per Schema object) and, for every
-//! array node in depth-first order, its length, offset and validity flag, plus the node's
-//! buffers as views on the JavaScript memory. Each buffer is copied once into Rust memory and
-//! the arrays are rebuilt here with full validation (`ArrayData::build`), so malformed input is
-//! an error, never undefined behaviour.
+//! (flatbuffers and stream machinery), more than the rest of a put, and works only for Tables
+//! of memwal's own copy of apache-arrow. Instead `lib/arrow-columns.ts` reads the batches of
+//! any copy by their structure and sends the schema (as the JSON description of `schema.rs`,
+//! cached per Schema object) and, for every array node in depth-first order, its length, offset
+//! and validity flag, plus the node's buffers as views on the JavaScript memory. A dictionary
+//! adds a word triple holding its number of dictionary chunks, a view type one holding its
+//! number of data buffers. Each buffer is copied once into Rust memory and the arrays are
+//! rebuilt here with full validation (`ArrayData::build`), so malformed input is an error,
+//! never undefined behaviour or bad data.
 //!
-//! # apache-arrow's buffer layout (its `Data.slice`)
+//! # apache-arrow's buffer layout (its `Data.slice`, the same in versions 15 to 21)
 //! A sliced node keeps its `offset` for the validity bitmap (and a boolean's value bitmap) but
-//! has its other buffers already sliced: fixed-width values start at the slice, offsets
-//! buffers hold `length + 1` entries starting at the slice, the children of variable-width
-//! nodes are not sliced, and the children of structs and fixed-size lists are.
+//! has its other buffers already sliced: fixed-width values and views start at the slice,
+//! offsets buffers hold `length + 1` entries starting at the slice, union type ids start at the
+//! slice, the children of variable-width nodes (lists, maps, dense unions) are not sliced, and
+//! the children of structs, fixed-size lists and sparse unions are.
 
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, make_array};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::{ArrayData, ArrayDataBuilder};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::{DataType, SchemaRef, UnionMode};
+use arrow_select::concat::concat;
 use napi::bindgen_prelude::Uint8Array;
 
 use crate::error::invalid;
@@ -103,10 +108,35 @@ impl Reader<'_> {
                     .collect::<napi::Result<Vec<_>>>()?;
                 builder.child_data(children)
             }
+            DataType::Utf8View | DataType::BinaryView => {
+                let views = self.buffer()?;
+                let (count, _, _) = self.node()?;
+                let data = (0..count)
+                    .map(|_| self.buffer())
+                    .collect::<napi::Result<Vec<_>>>()?;
+                builder.add_buffer(views).add_buffers(data)
+            }
+            DataType::Union(fields, mode) => {
+                // A union has no validity bitmap of its own (its children hold the nulls).
+                if has_validity {
+                    return Err(invalid("column data: a union array with a validity bitmap"));
+                }
+                let builder = builder.add_buffer(self.buffer()?);
+                let builder = match mode {
+                    UnionMode::Dense => builder.add_buffer(self.buffer()?),
+                    UnionMode::Sparse => builder,
+                };
+                let children = fields
+                    .iter()
+                    .map(|(_, f)| self.array(f.data_type()))
+                    .collect::<napi::Result<Vec<_>>>()?;
+                builder.child_data(children)
+            }
             DataType::Dictionary(_, value) => {
                 let keys = self.buffer()?;
-                let values = self.array(value)?;
-                builder.add_buffer(keys).child_data(vec![values])
+                builder
+                    .add_buffer(keys)
+                    .child_data(vec![self.dictionary(value)?])
             }
             dt if dt.is_primitive() || matches!(dt, DataType::FixedSizeBinary(_)) => {
                 builder.add_buffer(self.buffer()?)
@@ -123,13 +153,51 @@ impl Reader<'_> {
     }
 }
 
-/// Rebuilds the batches sent by `lib/encoding.ts` (see the module docs). `batches` holds each
-/// batch's row count.
+impl Reader<'_> {
+    /// The values of a dictionary: its chunks (apache-arrow appends one per dictionary delta;
+    /// the keys index them as one array), concatenated when there are several.
+    fn dictionary(&mut self, value: &DataType) -> napi::Result<ArrayData> {
+        let (count, _, _) = self.node()?;
+        if count == 0 {
+            return Err(invalid("column data: a dictionary without values"));
+        }
+        let chunks = (0..count)
+            .map(|_| self.array(value).map(make_array))
+            .collect::<napi::Result<Vec<_>>>()?;
+        if chunks.len() == 1 {
+            return Ok(chunks[0].to_data());
+        }
+        let refs: Vec<&dyn arrow_array::Array> = chunks.iter().map(|c| c.as_ref()).collect();
+        concat(&refs).map(|a| a.to_data()).map_err(|e| {
+            invalid(format!(
+                "column data: dictionary chunks do not concatenate: {e}"
+            ))
+        })
+    }
+}
+
+/// `e` with the column it arose in named at the start of its message.
+fn in_column(e: napi::Error, name: &str) -> napi::Error {
+    match e.reason.strip_prefix("[memwal:INVALID_ARGUMENT] ") {
+        Some(message) => invalid(format!("column `{name}`: {message}")),
+        None => e,
+    }
+}
+
+/// Rebuilds the batches sent by `lib/arrow-columns.ts` (see the module docs). `batches` holds
+/// each batch's row count; `rows` and `columns` are what the caller passed, checked against
+/// what was decoded (DESIGN.md: never drop rows silently).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` for malformed column data, or data that does not decode into the rows and
+/// columns the caller passed.
 pub fn decode(
     schema: &SchemaRef,
     batches: &[f64],
     nodes: &[f64],
     buffers: &[Uint8Array],
+    rows: f64,
+    columns: f64,
 ) -> napi::Result<Vec<RecordBatch>> {
     let mut r = Reader {
         buffers,
@@ -143,7 +211,11 @@ pub fn decode(
         let columns = schema
             .fields()
             .iter()
-            .map(|f| r.array(f.data_type()).map(make_array))
+            .map(|f| {
+                r.array(f.data_type())
+                    .map(make_array)
+                    .map_err(|e| in_column(e, f.name()))
+            })
             .collect::<napi::Result<Vec<_>>>()?;
         let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
         out.push(
@@ -155,6 +227,13 @@ pub fn decode(
         return Err(invalid(
             "column data: more buffers or nodes than the schema needs",
         ));
+    }
+    let decoded_rows: usize = out.iter().map(|b| b.num_rows()).sum();
+    if decoded_rows as f64 != rows || schema.fields().len() as f64 != columns {
+        return Err(invalid(format!(
+            "the data passed to put has {rows} rows and {columns} columns, but memwal decoded {decoded_rows} rows and {} columns from its column buffers; pass Arrow IPC bytes from tableToIPC(table, 'stream') and report this",
+            schema.fields().len()
+        )));
     }
     Ok(out)
 }

@@ -1,8 +1,6 @@
-//! Arrow IPC stream bytes ↔ record batches: the format of schemas, of scan and tail results,
-//! and of puts given as IPC bytes or holding a column type that cannot cross as buffers. Other
-//! puts cross as column buffers instead (`columns.rs`, dispatched by `put_data.rs`).
-
-use std::io::Cursor;
+//! Arrow IPC stream bytes ↔ record batches: the format of scan and tail results, and of puts
+//! given as IPC bytes. Tables and RecordBatches cross as column buffers instead (`columns.rs`,
+//! dispatched by `put_data.rs`), their schemas as structural descriptions (`schema.rs`).
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -39,21 +37,6 @@ pub fn decode_stream(bytes: bytes::Bytes) -> napi::Result<(SchemaRef, Vec<Record
         invalid("data holds no Arrow IPC schema message; it is not an Arrow IPC stream")
     })?;
     Ok((schema, batches))
-}
-
-/// Decodes a schema sent as an IPC stream (schema message, no batches needed).
-///
-/// `lib/encoding.ts` encodes these bytes from an apache-arrow `Schema` itself, so bytes that do
-/// not decode mean the `Schema` (or the `Table` holding it) came from a second copy of
-/// apache-arrow, whose type objects the first copy's encoder mis-encodes: say so.
-pub fn decode_schema(bytes: &[u8]) -> napi::Result<SchemaRef> {
-    arrow_ipc::reader::StreamReader::try_new(Cursor::new(bytes), None)
-        .map(|r| r.schema())
-        .map_err(|e| {
-            invalid(format!(
-                "schema is not a valid Arrow schema ({e}). This happens when two copies of apache-arrow are installed and the Schema or Table comes from the other one. Align apache-arrow to ^21.2 (`npm ls apache-arrow`), or pass IPC bytes from the caller's own tableToIPC(table, 'stream')"
-            ))
-        })
 }
 
 /// Encodes `batches` (possibly none) with `schema` as one IPC stream.

@@ -1,10 +1,11 @@
 //! A put's data as `lib/encoding.ts` hands it over, and its decoding into record batches.
 //!
 //! The data is one object with a `kind`, read by hand so that a put reads only the fields its
-//! kind has: `{ kind: 'ipc', bytes, rows, columns }` (an Arrow IPC stream, checked against the
-//! row and column counts the caller saw) or `{ kind: 'columns', schema, batches, nodes,
-//! buffers }` (column buffers, see `columns.rs`). A new input (plain-object rows) is one more
-//! kind here, not another put method.
+//! kind has: `{ kind: 'ipc', bytes }` (an Arrow IPC stream the caller passed) or `{ kind:
+//! 'columns', schema, batches, nodes, buffers, rows, columns }` (the column buffers of a Table
+//! or RecordBatches of any apache-arrow copy, see `columns.rs`, with the schema described as
+//! in `schema.rs`). A new input (plain-object rows) is one more kind here, not another put
+//! method.
 
 use std::sync::Mutex;
 
@@ -13,23 +14,22 @@ use arrow_schema::SchemaRef;
 use napi::bindgen_prelude::{Float64Array, Object, Uint8Array};
 
 use crate::error::invalid;
-use crate::{columns, ipc};
+use crate::{columns, ipc, schema};
 
 /// See the module docs.
 pub enum PutData {
-    /// Arrow IPC stream bytes, with the rows and columns the caller passed, if it knows them.
-    Ipc {
-        bytes: Uint8Array,
-        rows: Option<f64>,
-        columns: Option<f64>,
-    },
-    /// Column buffers: the schema as an IPC schema message, each batch's row count, three
-    /// words per array node (depth-first), and the nodes' buffers.
+    /// Arrow IPC stream bytes, as the caller passed them.
+    Ipc { bytes: Uint8Array },
+    /// Column buffers: the schema's JSON description (`schema.rs`), each batch's row count,
+    /// three words per array node (depth-first), the nodes' buffers, and the rows and columns
+    /// the caller passed (checked against what is decoded).
     Columns {
         schema: Uint8Array,
         batches: Float64Array,
         nodes: Float64Array,
         buffers: Vec<Uint8Array>,
+        rows: f64,
+        columns: f64,
     },
 }
 
@@ -49,14 +49,14 @@ impl PutData {
         match kind.as_str() {
             "ipc" => Ok(PutData::Ipc {
                 bytes: field(o, "ipc", "bytes")?,
-                rows: o.get::<Option<f64>>("rows")?.flatten(),
-                columns: o.get::<Option<f64>>("columns")?.flatten(),
             }),
             "columns" => Ok(PutData::Columns {
                 schema: field(o, "columns", "schema")?,
                 batches: field(o, "columns", "batches")?,
                 nodes: field(o, "columns", "nodes")?,
                 buffers: field(o, "columns", "buffers")?,
+                rows: field(o, "columns", "rows")?,
+                columns: field(o, "columns", "columns")?,
             }),
             other => Err(invalid(format!(
                 "put data has unknown kind '{other}'; expected 'ipc' or 'columns'"
@@ -73,8 +73,8 @@ impl PutData {
     }
 }
 
-/// Decodes a writer's puts. Callers send the same schema with every column put, so the last
-/// one is kept decoded.
+/// Decodes a writer's puts. Callers send the same schema description with every column put,
+/// so the last one is kept decoded.
 #[derive(Default)]
 pub struct PutDecoder {
     schema: Mutex<Option<(Vec<u8>, SchemaRef)>>,
@@ -84,22 +84,28 @@ impl PutDecoder {
     /// The batches `data` holds.
     ///
     /// # Errors
-    /// `INVALID_ARGUMENT` for bytes that are not an IPC stream, malformed column data, or an IPC
-    /// stream whose rows or columns differ from what the caller passed (a `Table` from a second
-    /// copy of apache-arrow can encode into a stream that silently lacks data).
+    /// `INVALID_ARGUMENT` for bytes that are not an IPC stream, or malformed column data, or
+    /// column data that does not decode into the rows and columns the caller passed.
     pub fn decode(&self, data: &PutData) -> napi::Result<Vec<RecordBatch>> {
         match data {
-            PutData::Ipc {
-                bytes,
-                rows,
-                columns,
-            } => decode_ipc(bytes, *rows, *columns),
+            PutData::Ipc { bytes } => {
+                Ok(ipc::decode_stream(bytes::Bytes::copy_from_slice(bytes))?.1)
+            }
             PutData::Columns {
                 schema,
                 batches,
                 nodes,
                 buffers,
-            } => columns::decode(&self.schema(schema)?, batches, nodes, buffers),
+                rows,
+                columns,
+            } => columns::decode(
+                &self.schema(schema)?,
+                batches,
+                nodes,
+                buffers,
+                *rows,
+                *columns,
+            ),
         }
     }
 
@@ -108,30 +114,10 @@ impl PutDecoder {
         match cache.as_ref() {
             Some((bytes, s)) if bytes.as_slice() == message => Ok(s.clone()),
             _ => {
-                let s = ipc::decode_schema(message)?;
+                let s = schema::decode_schema(message)?;
                 *cache = Some((message.to_vec(), s.clone()));
                 Ok(s)
             }
         }
     }
-}
-
-fn decode_ipc(
-    data: &[u8],
-    expected_rows: Option<f64>,
-    expected_columns: Option<f64>,
-) -> napi::Result<Vec<RecordBatch>> {
-    let (schema, batches) = ipc::decode_stream(bytes::Bytes::copy_from_slice(data))?;
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    let columns = schema.fields().len();
-    let rows_ok = expected_rows.is_none_or(|r| r == rows as f64);
-    let cols_ok = expected_columns.is_none_or(|c| c == columns as f64);
-    if !rows_ok || !cols_ok {
-        return Err(invalid(format!(
-            "the data passed to put has {} rows and {} columns, but memwal decoded {rows} rows and {columns} columns from its Arrow IPC encoding. This happens when two copies of apache-arrow are installed and the Table comes from the other one. Align apache-arrow to ^21.2 (`npm ls apache-arrow`), or pass IPC bytes from the caller's own tableToIPC(table, 'stream')",
-            expected_rows.map_or("?".into(), |r| r.to_string()),
-            expected_columns.map_or("?".into(), |c| c.to_string()),
-        )));
-    }
-    Ok(batches)
 }

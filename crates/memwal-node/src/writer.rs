@@ -15,9 +15,9 @@ use crate::convert::{
 };
 use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
-use crate::ipc;
 use crate::put_data::{PutData, PutDecoder};
 use crate::store::NativeObjectStore;
+use crate::{ipc, schema};
 
 /// Puts carrying up to this many bytes are decoded and inserted on the JavaScript thread (a few
 /// microseconds); larger ones are decoded off the event loop.
@@ -86,7 +86,8 @@ fn ticket(
 
 #[napi]
 impl NativeShardWriter {
-    /// Opens (claims) a shard. `options` are the writer options under their JavaScript names.
+    /// Opens (claims) a shard. `schema` is the JSON description of `schema.rs`; `options` are
+    /// the writer options under their JavaScript names.
     #[napi(
         ts_args_type = "store: NativeObjectStore, schema: Uint8Array, options: Record<string, boolean | number | string | null>",
         ts_return_type = "Promise<NativeShardWriter>",
@@ -99,7 +100,7 @@ impl NativeShardWriter {
         options: Object<'env>,
     ) -> napi::Result<PromiseRaw<'env, NativeShardWriter>> {
         let store = store.inner.clone();
-        let schema = ipc::decode_schema(&schema)?;
+        let schema = schema::decode_schema(&schema)?;
         let config = writer_config(&options)?;
         env.spawn_future(async move {
             let w = ShardWriter::open(store, schema, config).await.napi()?;
