@@ -1,14 +1,18 @@
 // Arrow data at the edge: what `put` accepts, encoded for the binding. A Table's batches go as
 // column buffers where every column type allows it (no copy into an IPC stream; `columns.rs`
-// in the binding reads them), otherwise as Arrow IPC stream bytes. Also the schema bytes of
+// in the binding reads them), otherwise as Arrow IPC stream bytes. An array of plain objects
+// goes as it is (`rows.rs` in the binding converts it). Also the schema bytes of
 // `ShardWriter.open`.
 
 import { type Data, RecordBatch, Schema, Table, Type, tableToIPC } from 'apache-arrow'
 
 import { InvalidArgumentError, SchemaMismatchError, describe } from './errors.js'
 
-/** What `put` accepts: a Table, a RecordBatch, an array of RecordBatches, or IPC stream bytes. */
-export type PutData = Table | RecordBatch | RecordBatch[] | Uint8Array
+/**
+ * What `put` accepts: an array of plain objects (one per row, converted in Rust against the
+ * shard's schema), a Table, a RecordBatch, an array of RecordBatches, or Arrow IPC stream bytes.
+ */
+export type PutData = Record<string, unknown>[] | Table | RecordBatch | RecordBatch[] | Uint8Array
 
 /** A put's data as Arrow IPC stream bytes (any input), checked against `rows`/`columns`. */
 export interface IpcData {
@@ -31,8 +35,26 @@ export interface ColumnData {
   buffers: Uint8Array[]
 }
 
-/** A put's data as the binding takes it: column buffers, or IPC bytes. */
-export type Encoded = IpcData | ColumnData
+/**
+ * Plain-object rows, handed over as they are: the binding reads them against the shard's
+ * schema (see `rows.rs`), so JavaScript does no per-row work.
+ */
+export interface RowsData {
+  kind: 'rows'
+  rows: unknown[]
+}
+
+/** A put's data as the binding takes it: column buffers, IPC bytes, or rows. */
+export type Encoded = IpcData | ColumnData | RowsData
+
+/**
+ * True for an array of rows: one whose first element is not a RecordBatch. Only the first is
+ * looked at, so a put of rows costs JavaScript nothing per row; the binding checks that every
+ * element is a plain object and names the first that is not.
+ */
+function isRows(data: unknown[]): boolean {
+  return data.length > 0 && !(data[0] instanceof RecordBatch)
+}
 
 /** A Table as column buffers if every column type allows it, else as IPC bytes. */
 function encodeTable(table: Table): Encoded {
@@ -142,6 +164,7 @@ function columnsOf(schema: Schema, batches: RecordBatch[]): ColumnData | null {
 
 /** The bytes a put carries (what decides whether it is inserted on the JavaScript thread). */
 export function encodedBytes(e: Encoded): number {
+  if (e.kind === 'rows') return 0
   return e.kind === 'ipc' ? e.bytes.byteLength : e.buffers.reduce((n, b) => n + b.byteLength, 0)
 }
 
@@ -165,8 +188,13 @@ export function encode(data: unknown): Encoded {
     return encodeTable(new Table(data))
   }
   if (Array.isArray(data)) {
+    if (isRows(data)) {
+      return { kind: 'rows', rows: data }
+    }
     if (data.length === 0) {
-      throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
+      throw new InvalidArgumentError(
+        'Cannot write empty batch list or row array: nothing to write; pass at least one row (a plain object) or RecordBatch',
+      )
     }
     // An index loop, not forEach: forEach skips the holes of a sparse array.
     for (let i = 0; i < data.length; i++) {
@@ -186,7 +214,7 @@ export function encode(data: unknown): Encoded {
     return encodeTable(new Table(batches))
   }
   throw new InvalidArgumentError(
-    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), got ${describe(data)}`,
+    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), or an array of plain objects (rows), got ${describe(data)}`,
   )
 }
 

@@ -2,11 +2,12 @@
 //!
 //! Thin `#[napi]` classes over core types, one file per concept: `store` (object stores and
 //! their faults), `writer` (one put method for every input and mode), `put_data` (a put's data
-//! as `lib/encoding.ts` hands it over), `columns` (column buffers → batches), `ipc` (Arrow IPC
-//! bytes ↔ batches), `durable` (the relay that reports durable puts to JavaScript in batches),
-//! `reader` (reader and tailer), `convert` (options, results, statistics) and `error` (the only
-//! place core errors become JavaScript errors). Semantics live in memwal-core; an `if` about
-//! memwal behaviour belongs there.
+//! as `lib/encoding.ts` hands it over), `rows` (plain-object rows → a batch of the shard's
+//! schema), `columns` (column buffers → batches), `ipc` (Arrow IPC bytes ↔ batches), `durable`
+//! (the relay that reports durable puts to JavaScript in batches), `reader` (reader and
+//! tailer), `convert` (options, results, statistics) and `error` (the only place core errors
+//! become JavaScript errors). Semantics live in memwal-core; an `if` about memwal behaviour
+//! belongs there.
 
 #![deny(clippy::all)]
 
@@ -24,5 +25,6 @@ mod error;
 mod ipc;
 mod put_data;
 mod reader;
+mod rows;
 mod store;
 mod writer;

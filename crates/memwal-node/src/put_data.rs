@@ -2,17 +2,20 @@
 //!
 //! The data is one object with a `kind`, read by hand so that a put reads only the fields its
 //! kind has: `{ kind: 'ipc', bytes, rows, columns }` (an Arrow IPC stream, checked against the
-//! row and column counts the caller saw) or `{ kind: 'columns', schema, batches, nodes,
-//! buffers }` (column buffers, see `columns.rs`). A new input (plain-object rows) is one more
-//! kind here, not another put method.
+//! row and column counts the caller saw), `{ kind: 'columns', schema, batches, nodes,
+//! buffers }` (column buffers, see `columns.rs`) or `{ kind: 'rows', rows }` (plain objects,
+//! see `rows.rs`). Rows are converted as they are read, on the JavaScript thread, since their
+//! values cannot be read anywhere else; the other kinds are decoded by [`PutDecoder`], off the
+//! JavaScript thread when they are large.
 
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use napi::bindgen_prelude::{Float64Array, Object, Uint8Array};
+use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array};
 
 use crate::error::invalid;
+use crate::rows::RowReader;
 use crate::{columns, ipc};
 
 /// See the module docs.
@@ -31,6 +34,8 @@ pub enum PutData {
         nodes: Float64Array,
         buffers: Vec<Uint8Array>,
     },
+    /// Plain-object rows, already converted into a batch of the shard's schema.
+    Rows(RecordBatch),
 }
 
 fn field<T: napi::bindgen_prelude::FromNapiValue>(
@@ -43,8 +48,8 @@ fn field<T: napi::bindgen_prelude::FromNapiValue>(
 }
 
 impl PutData {
-    /// Reads the object `lib/encoding.ts` built.
-    pub fn from_object(o: &Object) -> napi::Result<PutData> {
+    /// Reads the object `lib/encoding.ts` built; `rows` converts rows.
+    pub fn from_object(o: &Object, rows: &RowReader) -> napi::Result<PutData> {
         let kind: String = field(o, "?", "kind")?;
         match kind.as_str() {
             "ipc" => Ok(PutData::Ipc {
@@ -58,17 +63,23 @@ impl PutData {
                 nodes: field(o, "columns", "nodes")?,
                 buffers: field(o, "columns", "buffers")?,
             }),
+            "rows" => {
+                let array: Object = field(o, "rows", "rows")?;
+                let value = array.value();
+                Ok(PutData::Rows(rows.read(value.env, value.value)?))
+            }
             other => Err(invalid(format!(
-                "put data has unknown kind '{other}'; expected 'ipc' or 'columns'"
+                "put data has unknown kind '{other}'; expected 'ipc', 'columns' or 'rows'"
             ))),
         }
     }
 
-    /// The bytes the data carries (what decoding it costs).
+    /// The bytes left to decode (what decoding it costs; rows are decoded already).
     pub fn byte_len(&self) -> usize {
         match self {
             PutData::Ipc { bytes, .. } => bytes.len(),
             PutData::Columns { buffers, .. } => buffers.iter().map(|b| b.len()).sum(),
+            PutData::Rows(_) => 0,
         }
     }
 }
@@ -87,19 +98,20 @@ impl PutDecoder {
     /// `INVALID_ARGUMENT` for bytes that are not an IPC stream, malformed column data, or an IPC
     /// stream whose rows or columns differ from what the caller passed (a `Table` from a second
     /// copy of apache-arrow can encode into a stream that silently lacks data).
-    pub fn decode(&self, data: &PutData) -> napi::Result<Vec<RecordBatch>> {
+    pub fn decode(&self, data: PutData) -> napi::Result<Vec<RecordBatch>> {
         match data {
             PutData::Ipc {
                 bytes,
                 rows,
                 columns,
-            } => decode_ipc(bytes, *rows, *columns),
+            } => decode_ipc(&bytes, rows, columns),
             PutData::Columns {
                 schema,
                 batches,
                 nodes,
                 buffers,
-            } => columns::decode(&self.schema(schema)?, batches, nodes, buffers),
+            } => columns::decode(&self.schema(&schema)?, &batches, &nodes, &buffers),
+            PutData::Rows(batch) => Ok(vec![batch]),
         }
     }
 
