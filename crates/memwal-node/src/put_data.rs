@@ -3,8 +3,8 @@
 //! The data is one object with a `kind`, read by hand so that a put reads only the fields its
 //! kind has: `{ kind: 'ipc', bytes, rows, columns }` (an Arrow IPC stream, checked against the
 //! row and column counts the caller saw), `{ kind: 'columns', schema, batches, nodes,
-//! buffers }` (column buffers, see `columns.rs`) or `{ kind: 'rows', rows }` (plain objects,
-//! see `rows.rs`). Rows are converted as they are read, on the JavaScript thread, since their
+//! buffers }` (column buffers, see `columns.rs`) or `{ kind: 'rows', rows, keyCounts }` (plain
+//! objects and each one's key count, see `rows.rs`). Rows are converted as they are read, on the JavaScript thread, since their
 //! values cannot be read anywhere else; the other kinds are decoded by [`PutDecoder`], off the
 //! JavaScript thread when they are large.
 
@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array};
+use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array, Uint32Array};
 
 use crate::error::invalid;
 use crate::rows::RowReader;
@@ -65,8 +65,10 @@ impl PutData {
             }),
             "rows" => {
                 let array: Object = field(o, "rows", "rows")?;
+                let key_counts: Option<Uint32Array> = o.get("keyCounts")?;
                 let value = array.value();
-                Ok(PutData::Rows(rows.read(value.env, value.value)?))
+                let batch = rows.read(value.env, value.value, key_counts.as_deref())?;
+                Ok(PutData::Rows(batch))
             }
             other => Err(invalid(format!(
                 "put data has unknown kind '{other}'; expected 'ipc', 'columns' or 'rows'"

@@ -578,13 +578,21 @@ fn read_string(env: sys::napi_env, v: sys::napi_value) -> Option<String> {
     String::from_utf8(buf).ok()
 }
 
-/// A number as JavaScript prints it (for messages): `1`, `1.5`, `NaN`, `Infinity`.
+/// A number as JavaScript prints it (for messages): `1`, `1.5`, `NaN`, `Infinity`, `1e+39`.
 pub fn js_number(n: f64) -> String {
     if n.is_infinite() {
-        if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else {
-        format!("{n}")
+        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
     }
+    let magnitude = n.abs();
+    if magnitude != 0.0 && !(1e-6..1e21).contains(&magnitude) {
+        // JavaScript switches to exponents outside [1e-6, 1e21), and signs them: 1e+39.
+        let e = format!("{n:e}");
+        return match e.split_once('e') {
+            Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+            _ => e,
+        };
+    }
+    format!("{n}")
 }
 
 /// A string quoted for a message, cut after 60 characters.
