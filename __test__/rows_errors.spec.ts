@@ -65,7 +65,7 @@ async function assertRejected(t: ExecutionContext, cases: BadRows[], durableWrit
     const w = await ShardWriter.open(memoryLocation(), { schema, durableWrite, maxWalFlushIntervalMs: null })
     try {
       const good = goodRow === undefined ? (fields.every((x) => x.nullable) ? {} : null) : goodRow
-      if (good !== null) await w.put([good as Record<string, unknown>])
+      if (good !== null) await w.put([good])
       await w.flush()
       const before = (await w.scan()).numRows
       const appended = (await w.walStats()).entriesAppended

@@ -11,8 +11,15 @@ import { InvalidArgumentError, SchemaMismatchError, describe } from './errors.js
 /**
  * What `put` accepts: an array of plain objects (one per row, converted in Rust against the
  * shard's schema), a Table, a RecordBatch, an array of RecordBatches, or Arrow IPC stream bytes.
+ * (`readonly object[]` lets rows typed by an interface, which has no index signature, through.)
  */
-export type PutData = Record<string, unknown>[] | Table | RecordBatch | RecordBatch[] | Uint8Array
+export type PutData =
+  | Record<string, unknown>[]
+  | readonly object[]
+  | Table
+  | RecordBatch
+  | RecordBatch[]
+  | Uint8Array
 
 /** A put's data as Arrow IPC stream bytes (any input), checked against `rows`/`columns`. */
 export interface IpcData {

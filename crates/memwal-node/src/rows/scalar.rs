@@ -262,7 +262,7 @@ impl Timestamp {
     }
 
     /// Milliseconds since the epoch in the column's unit.
-    fn from_millis(&self, ms: i64) -> Result<i64, String> {
+    fn in_unit_of_millis(&self, ms: i64) -> Result<i64, String> {
         let scaled = match self.unit {
             TimeUnit::Second => Some(ms.div_euclid(1000)),
             TimeUnit::Millisecond => Some(ms),
@@ -279,7 +279,7 @@ impl Timestamp {
         )
     }
 
-    fn from_datetime<T: TimeZone>(&self, dt: DateTime<T>) -> Result<i64, String> {
+    fn in_unit_of<T: TimeZone>(&self, dt: DateTime<T>) -> Result<i64, String> {
         let v = match self.unit {
             TimeUnit::Second => Some(dt.timestamp()),
             TimeUnit::Millisecond => Some(dt.timestamp_millis()),
@@ -292,8 +292,8 @@ impl Timestamp {
     fn parse(&self, s: &str) -> Result<i64, String> {
         let s = s.trim();
         let parsed = match self.zone {
-            Zone::Fixed(offset) => string_to_datetime(&offset, s).map(|d| self.from_datetime(d)),
-            Zone::Named => string_to_datetime(&InstantsOnly, s).map(|d| self.from_datetime(d)),
+            Zone::Fixed(offset) => string_to_datetime(&offset, s).map(|d| self.in_unit_of(d)),
+            Zone::Named => string_to_datetime(&InstantsOnly, s).map(|d| self.in_unit_of(d)),
         };
         match parsed {
             Ok(v) => v,
@@ -317,7 +317,7 @@ impl Scalar for Timestamp {
         }
         match v.ty {
             Type::Object => match js.date(v)? {
-                Some(ms) => Ok(self.from_millis(date_millis(ms)?)?),
+                Some(ms) => Ok(self.in_unit_of_millis(date_millis(ms)?)?),
                 None => Err(Reject::Form),
             },
             Type::String => Ok(self.parse(js.string(v)?)?),
