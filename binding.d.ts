@@ -63,7 +63,7 @@ export declare class NativeShardWriter {
    * makes wait, returns a promise of its ticket. In durable mode the rows' durability is
    * reported through the relay under `durableId`, whichever way the ticket came.
    */
-  put(data: { kind: 'ipc' | 'columns' }, mode: 'put' | 'noWait', durableId?: number): NativeWriteTicket | Promise<NativeWriteTicket>
+  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number): NativeWriteTicket | Promise<NativeWriteTicket>
   /** True if puts resolve only once durable (`durableWrite`). */
   get durableWrite(): boolean
   /**

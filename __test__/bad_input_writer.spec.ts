@@ -113,7 +113,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
     instanceOf: InvalidArgumentError,
     message: /maxWalPersistRetries: 1099511627776 is too large/,
   })
-  for (const option of ['durableWrite', 'enableMemtable']) {
+  for (const option of ['durableWrite', 'enableMemtable', 'ignoreUnknownFields']) {
     for (const bad of ['yes', 1, null, Number.NaN]) {
       await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: bad } as never), {
         instanceOf: InvalidArgumentError,

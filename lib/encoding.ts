@@ -2,8 +2,9 @@
 // `ShardWriter.open`. Tables and RecordBatches, from any copy of apache-arrow (version 15 or
 // newer, CommonJS or ESM), are read by their structure (`arrow-schema.ts` for the schema,
 // `arrow-columns.ts` for the column buffers) and never re-encoded as IPC here; Arrow IPC stream
-// bytes go to the binding as they are. Each input is one `kind` of data object for the binding
-// (`put_data.rs`); another input is one more kind.
+// bytes go to the binding as they are, and an array of plain objects goes as it is (`rows.rs` in
+// the binding converts it against the shard's schema). Each input is one `kind` of data object
+// for the binding (`put_data.rs`); another input is one more kind.
 
 import { type ColumnData, columnsOf } from './arrow-columns.js'
 import { type ArrowSchema, schemaPlan } from './arrow-schema.js'
@@ -36,10 +37,18 @@ export interface ArrowTable {
 }
 
 /**
- * What `put` accepts: an apache-arrow Table, a RecordBatch, an array of RecordBatches (from any
+ * What `put` accepts: an array of plain objects (one per row, converted in Rust against the
+ * shard's schema), an apache-arrow Table, a RecordBatch, an array of RecordBatches (from any
  * copy of apache-arrow, version 15 or newer), or Arrow IPC stream bytes.
+ * (`readonly object[]` lets rows typed by an interface, which has no index signature, through.)
  */
-export type PutData = ArrowTable | ArrowRecordBatch | readonly ArrowRecordBatch[] | Uint8Array
+export type PutData =
+  | Record<string, unknown>[]
+  | readonly object[]
+  | ArrowTable
+  | ArrowRecordBatch
+  | readonly ArrowRecordBatch[]
+  | Uint8Array
 
 /** A put's data as Arrow IPC stream bytes, passed by the caller. */
 export interface IpcData {
@@ -49,8 +58,21 @@ export interface IpcData {
 
 export type { ColumnData }
 
-/** A put's data as the binding takes it: column buffers, or IPC bytes. */
-export type Encoded = IpcData | ColumnData
+/**
+ * Plain-object rows, handed over as they are: the binding reads them against the shard's
+ * schema (see `rows.rs`). `keyCounts` holds each row's number of enumerable keys, which the
+ * binding compares with the fields it found to detect an unknown key: counted here with
+ * `for...in` (a few nanoseconds a row), since Node-API can only list an object's keys into a
+ * new array (hundreds).
+ */
+export interface RowsData {
+  kind: 'rows'
+  rows: unknown[]
+  keyCounts: Uint32Array
+}
+
+/** A put's data as the binding takes it: column buffers, IPC bytes, or rows. */
+export type Encoded = IpcData | ColumnData | RowsData
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
 
@@ -60,6 +82,24 @@ const isTable = (v: unknown): v is ArrowTable => isObject(v) && isObject(v.schem
 /** A RecordBatch of any apache-arrow copy: a schema and its rows as one struct array. */
 const isRecordBatch = (v: unknown): v is ArrowRecordBatch =>
   isObject(v) && !Array.isArray(v) && isObject(v.schema) && isObject(v.data) && !Array.isArray(v.data)
+
+/**
+ * True for an array of rows: one whose first element is not a RecordBatch. Only the first is
+ * looked at, so a put of rows costs JavaScript nothing per row; the binding checks that every
+ * element is a plain object and names the first that is not.
+ */
+const isRows = (data: unknown[]): boolean => data.length > 0 && !isRecordBatch(data[0])
+
+/** An array of rows for the binding, with each row's key count (see {@link RowsData}). */
+function rowsData(rows: unknown[]): RowsData {
+  const keyCounts = new Uint32Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    let n = 0
+    for (const _ in rows[i] as object) n++
+    keyCounts[i] = n
+  }
+  return { kind: 'rows', rows, keyCounts }
+}
 
 /** The `numRows` of a batch or Table, checked to be a count. */
 function rowsOf(data: { numRows: unknown }, what: string): number {
@@ -98,7 +138,9 @@ function encodeTable(table: ArrowTable): ColumnData {
  */
 function encodeBatches(batches: readonly unknown[]): ColumnData {
   if (batches.length === 0) {
-    throw new InvalidArgumentError('Cannot write empty batch list; pass at least one RecordBatch')
+    throw new InvalidArgumentError(
+      'Cannot write empty batch list or row array: nothing to write; pass at least one row (a plain object) or RecordBatch',
+    )
   }
   // An index loop, not forEach: forEach skips the holes of a sparse array.
   for (let i = 0; i < batches.length; i++) {
@@ -148,7 +190,7 @@ export function encode(data: unknown): Encoded {
   try {
     if (isTable(data)) return encodeTable(data)
     if (isRecordBatch(data)) return encodeBatches([data])
-    if (Array.isArray(data)) return encodeBatches(data)
+    if (Array.isArray(data)) return isRows(data) ? rowsData(data) : encodeBatches(data)
   } catch (e) {
     // A getter of a malformed object (a Table-like whose parts throw) must not surface as a
     // raw TypeError: what was passed is not a put input.
@@ -159,7 +201,7 @@ export function encode(data: unknown): Encoded {
     )
   }
   throw new InvalidArgumentError(
-    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), got ${describe(data)}`,
+    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), or an array of plain objects (rows), got ${describe(data)}`,
   )
 }
 

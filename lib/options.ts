@@ -75,6 +75,16 @@ export interface ShardWriterOptions {
    */
   maxUnflushedMemtableBytes?: number
   /**
+   * What a put of plain-object rows does with a key that is not a field of the shard's schema
+   * (at any depth: a nested object's keys are checked against its Struct's fields). `false`:
+   * the put rejects with an {@link InvalidArgumentError} naming the key, so a misspelt field is
+   * never silently stored as null. `true`: such keys are skipped, for rows that carry more than
+   * the shard stores. Arrow data (Tables, RecordBatches, IPC bytes) is checked against the
+   * schema either way.
+   * @defaultValue false
+   */
+  ignoreUnknownFields?: boolean
+  /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
    * region, endpoint, credentials… See {@link StorageOptions}.
    * @defaultValue none (configuration from the environment)
@@ -102,6 +112,7 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   maxUnflushedMemtableBytes: 'number',
   durableWrite: 'boolean',
   enableMemtable: 'boolean',
+  ignoreUnknownFields: 'boolean',
 }
 
 /** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */

@@ -95,19 +95,39 @@ export class ShardWriter {
    * Inserts rows atomically. In durable mode it resolves only once the WAL entry holding
    * exactly these rows is persisted; in non-durable mode, once they are in memory.
    *
-   * @param data - an apache-arrow Table, a RecordBatch, or RecordBatch[] (from any copy of
-   * apache-arrow, version 15 or newer, loaded through `import` or `require`), or Arrow IPC
-   * stream bytes. A Table's empty batches are skipped; in a RecordBatch[] every batch must hold
-   * rows, since the batch positions count the caller's batches. Batches may carry different
-   * dictionaries.
+   * Rows may be plain objects, one per row, keyed by field name: they are converted in Rust
+   * against the shard's schema, so the JavaScript thread only hands the array over (the fastest
+   * way to put a few rows). Numbers and bigints fill integer and float fields (range-checked),
+   * strings fill Utf8, LargeUtf8 and dictionary fields, a `Date`, an epoch number in the
+   * column's unit or an ISO-8601 string fills Timestamp and Date fields, a `Buffer` or
+   * `Uint8Array` fills binary fields, an array or typed array fills lists (a `Float32Array`
+   * embedding is copied in one piece), a nested object fills a Struct, and `null`, `undefined`
+   * or a missing key is null. Tables, RecordBatches and IPC bytes suit bulk data built as
+   * Arrow already.
+   *
+   * @param data - an array of plain objects (rows); an apache-arrow Table, a RecordBatch, or
+   * RecordBatch[] (from any copy of apache-arrow, version 15 or newer, loaded through `import`
+   * or `require`); or Arrow IPC stream bytes. A Table's empty batches are skipped; in a
+   * RecordBatch[] every batch must hold rows, since the batch positions count the caller's
+   * batches. Batches may carry different dictionaries.
    * @returns the generation and the generation-local batch positions
-   * @throws {InvalidArgumentError} for input that holds nothing to write (a Table, RecordBatch
-   * or batch list with 0 rows, an empty list), an empty batch among others, anything that is
-   * not a put input, a Table or RecordBatch whose structure is not apache-arrow's, or bytes that
-   * are not an Arrow IPC stream
+   * @throws {InvalidArgumentError} for input that holds nothing to write (no rows, a Table,
+   * RecordBatch or batch list with 0 rows, an empty list), an empty batch among others, anything
+   * that is not a put input, a Table or RecordBatch whose structure is not apache-arrow's, or
+   * bytes that are not an Arrow IPC stream; for rows: an element that is not a plain object, a
+   * value that does not fit its field (the message names the row, the field's path, what was
+   * expected and what was got), a key that is not a field (unless the writer was opened with
+   * `ignoreUnknownFields: true`), or a field whose type plain objects cannot fill (pass a Table
+   * instead). A rejected put writes nothing.
    * @throws {SchemaMismatchError} if the data's schema is not the shard's
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
    * @throws {ClosedError} after `close()`/`abort()`
+   *
+   * @example
+   * ```ts
+   * await writer.put([{ id: 1, ts: new Date(), user: 'ada', payload: Buffer.from('hi') }])
+   * await writer.put(tableFromArrays({ id: Int32Array.from([2, 3]) }))
+   * ```
    */
   async put(data: PutData): Promise<WriteResult> {
     const inserted = this.#submit(data, 'put')
@@ -121,6 +141,8 @@ export class ShardWriter {
    * Inserts rows and resolves once they are in memory, with a promise of their durability
    * (`null` in non-durable mode). MemTable mode only.
    *
+   * @param data - the same as {@link ShardWriter.put}'s: an array of plain objects (rows), a
+   * Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
    * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
    */
   async putNoWait(data: PutData): Promise<PutNoWaitResult> {

@@ -2,7 +2,8 @@
 //!
 //! Thin `#[napi]` classes over core types, one file per concept: `store` (object stores and
 //! their faults), `writer` (one put method for every input and mode), `put_data` (a put's data
-//! as `lib/encoding.ts` hands it over), `columns` (column buffers → batches), `schema` (an
+//! as `lib/encoding.ts` hands it over), `rows` (plain-object rows → a batch of the shard's
+//! schema), `columns` (column buffers → batches), `schema` (an
 //! apache-arrow Schema described by its structure → arrow-rs schema), `ipc` (Arrow IPC bytes ↔
 //! batches), `durable` (the relay that reports durable puts to JavaScript in batches),
 //! `reader` (reader and tailer), `convert` (options, results, statistics) and `error` (the only
@@ -25,6 +26,7 @@ mod error;
 mod ipc;
 mod put_data;
 mod reader;
+mod rows;
 mod schema;
 mod store;
 mod writer;

@@ -4,16 +4,20 @@
 //! kind has: `{ kind: 'ipc', bytes }` (an Arrow IPC stream the caller passed) or `{ kind:
 //! 'columns', schema, batches, nodes, buffers, rows, columns }` (the column buffers of a Table
 //! or RecordBatches of any apache-arrow copy, see `columns.rs`, with the schema described as
-//! in `schema.rs`). A new input (plain-object rows) is one more kind here, not another put
-//! method.
+//! in `schema.rs`), or `{ kind: 'rows', rows, keyCounts }` (plain objects and each one's key
+//! count, see `rows.rs`). Rows are converted as they are read, on the JavaScript thread, since
+//! their values cannot be read anywhere else; the other kinds are decoded by [`PutDecoder`],
+//! off the JavaScript thread when they are large. A new input is one more kind here, not
+//! another put method.
 
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use napi::bindgen_prelude::{Float64Array, Object, Uint8Array};
+use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array, Uint32Array};
 
 use crate::error::invalid;
+use crate::rows::RowReader;
 use crate::{columns, ipc, schema};
 
 /// See the module docs.
@@ -31,6 +35,8 @@ pub enum PutData {
         rows: f64,
         columns: f64,
     },
+    /// Plain-object rows, already converted into a batch of the shard's schema.
+    Rows(RecordBatch),
 }
 
 fn field<T: napi::bindgen_prelude::FromNapiValue>(
@@ -43,8 +49,8 @@ fn field<T: napi::bindgen_prelude::FromNapiValue>(
 }
 
 impl PutData {
-    /// Reads the object `lib/encoding.ts` built.
-    pub fn from_object(o: &Object) -> napi::Result<PutData> {
+    /// Reads the object `lib/encoding.ts` built; `rows` converts rows.
+    pub fn from_object(o: &Object, rows: &RowReader) -> napi::Result<PutData> {
         let kind: String = field(o, "?", "kind")?;
         match kind.as_str() {
             "ipc" => Ok(PutData::Ipc {
@@ -58,17 +64,25 @@ impl PutData {
                 rows: field(o, "columns", "rows")?,
                 columns: field(o, "columns", "columns")?,
             }),
+            "rows" => {
+                let array: Object = field(o, "rows", "rows")?;
+                let key_counts: Option<Uint32Array> = o.get("keyCounts")?;
+                let value = array.value();
+                let batch = rows.read(value.env, value.value, key_counts.as_deref())?;
+                Ok(PutData::Rows(batch))
+            }
             other => Err(invalid(format!(
-                "put data has unknown kind '{other}'; expected 'ipc' or 'columns'"
+                "put data has unknown kind '{other}'; expected 'ipc', 'columns' or 'rows'"
             ))),
         }
     }
 
-    /// The bytes the data carries (what decoding it costs).
+    /// The bytes left to decode (what decoding it costs; rows are decoded already).
     pub fn byte_len(&self) -> usize {
         match self {
             PutData::Ipc { bytes, .. } => bytes.len(),
             PutData::Columns { buffers, .. } => buffers.iter().map(|b| b.len()).sum(),
+            PutData::Rows(_) => 0,
         }
     }
 }
@@ -86,10 +100,10 @@ impl PutDecoder {
     /// # Errors
     /// `INVALID_ARGUMENT` for bytes that are not an IPC stream, or malformed column data, or
     /// column data that does not decode into the rows and columns the caller passed.
-    pub fn decode(&self, data: &PutData) -> napi::Result<Vec<RecordBatch>> {
+    pub fn decode(&self, data: PutData) -> napi::Result<Vec<RecordBatch>> {
         match data {
             PutData::Ipc { bytes } => {
-                Ok(ipc::decode_stream(bytes::Bytes::copy_from_slice(bytes))?.1)
+                Ok(ipc::decode_stream(bytes::Bytes::copy_from_slice(&bytes))?.1)
             }
             PutData::Columns {
                 schema,
@@ -99,13 +113,14 @@ impl PutDecoder {
                 rows,
                 columns,
             } => columns::decode(
-                &self.schema(schema)?,
-                batches,
-                nodes,
-                buffers,
-                *rows,
-                *columns,
+                &self.schema(&schema)?,
+                &batches,
+                &nodes,
+                &buffers,
+                rows,
+                columns,
             ),
+            PutData::Rows(batch) => Ok(vec![batch]),
         }
     }
 

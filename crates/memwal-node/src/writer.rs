@@ -16,6 +16,7 @@ use crate::convert::{
 use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
 use crate::put_data::{PutData, PutDecoder};
+use crate::rows::RowReader;
 use crate::store::NativeObjectStore;
 use crate::{ipc, schema};
 
@@ -28,6 +29,8 @@ const SYNC_INSERT_LIMIT: usize = 256 * 1024;
 pub struct NativeShardWriter {
     inner: Arc<ShardWriter>,
     decoder: Arc<PutDecoder>,
+    /// Converts plain-object rows into batches of the shard's schema.
+    rows: RowReader,
     /// Where durable puts wait, by id (set once by `relayDurable`).
     relay: OnceLock<DurableRelay>,
 }
@@ -104,9 +107,11 @@ impl NativeShardWriter {
         let config = writer_config(&options)?;
         env.spawn_future(async move {
             let w = ShardWriter::open(store, schema, config).await.napi()?;
+            let rows = RowReader::new(w.schema(), w.config().ignore_unknown_fields);
             Ok(NativeShardWriter {
                 inner: Arc::new(w),
                 decoder: Arc::default(),
+                rows,
                 relay: OnceLock::new(),
             })
         })
@@ -131,7 +136,7 @@ impl NativeShardWriter {
     /// reported through the relay under `durableId`, whichever way the ticket came.
     #[napi(
         catch_unwind,
-        ts_args_type = "data: { kind: 'ipc' | 'columns' }, mode: 'put' | 'noWait', durableId?: number",
+        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number",
         ts_return_type = "NativeWriteTicket | Promise<NativeWriteTicket>"
     )]
     pub fn put<'env>(
@@ -146,11 +151,10 @@ impl NativeShardWriter {
             "noWait" => PutMode::NoWait,
             other => return Err(invalid(format!("unknown put mode '{other}'"))),
         };
-        let data = PutData::from_object(&data)?;
+        let data = PutData::from_object(&data, &self.rows)?;
         let relay = self.relay.get().cloned();
         if data.byte_len() <= SYNC_INSERT_LIMIT {
-            let batches = self.decoder.decode(&data)?;
-            drop(data);
+            let batches = self.decoder.decode(data)?;
             return match self.inner.submit(batches, mode).napi()? {
                 Submitted::Inserted(result, watcher) => Ok(Either::A(ticket(
                     relay.as_ref(),
@@ -166,8 +170,7 @@ impl NativeShardWriter {
         }
         let (inner, decoder) = (self.inner.clone(), self.decoder.clone());
         Ok(Either::B(env.spawn_future(async move {
-            let batches = decoder.decode(&data)?;
-            drop(data);
+            let batches = decoder.decode(data)?;
             let (result, watcher) = match inner.submit(batches, mode).napi()? {
                 Submitted::Inserted(result, watcher) => (result, watcher),
                 Submitted::Blocked(blocked) => blocked.inserted().await.napi()?,
