@@ -127,7 +127,7 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
+    ) -> StoreResult<PutResult> {
         let put = Put {
             location,
             payload,
@@ -144,27 +144,19 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         self.inner.put_multipart_opts(location, opts).await
     }
 
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> StoreResult<GetResult> {
         let get = Get { location, options };
         self.hooks.get(self.inner.as_ref(), get).await
     }
 
-    async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[Range<u64>],
-    ) -> object_store::Result<Vec<Bytes>> {
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> StoreResult<Vec<Bytes>> {
         self.inner.get_ranges(location, ranges).await
     }
 
     fn delete_stream(
         &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
+        locations: BoxStream<'static, StoreResult<Path>>,
+    ) -> BoxStream<'static, StoreResult<Path>> {
         self.inner.delete_stream(locations)
     }
 
@@ -180,25 +172,15 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         self.inner.list_with_offset(prefix, offset)
     }
 
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> StoreResult<ListResult> {
         self.inner.list_with_delimiter(prefix).await
     }
 
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
+    async fn copy_opts(&self, from: &Path, to: &Path, opts: CopyOptions) -> StoreResult<()> {
+        self.inner.copy_opts(from, to, opts).await
     }
 
-    async fn rename_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+    async fn rename_opts(&self, from: &Path, to: &Path, opts: RenameOptions) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, opts).await
     }
 }
