@@ -42,29 +42,25 @@ impl Shard {
 
     /// A writer that made each batch of `puts` durable with a put of its own and then crashed
     /// (dropped without close), as a previous process leaves the shard.
-    pub async fn crash_after_puts(
+    pub async fn crash_after(
         &self,
         config: WriterConfig,
         puts: impl IntoIterator<Item = RecordBatch>,
     ) {
-        drop(self.writer_after_puts(config, puts).await);
+        drop(self.open_and_put(config, puts).await);
     }
 
     /// A writer that put each batch of `puts` with a put of its own and then closed.
-    pub async fn close_after_puts(
+    pub async fn close_after(
         &self,
         config: WriterConfig,
         puts: impl IntoIterator<Item = RecordBatch>,
     ) {
-        self.writer_after_puts(config, puts)
-            .await
-            .close()
-            .await
-            .unwrap();
+        self.open_and_put(config, puts).await.close().await.unwrap();
     }
 
     /// A writer that has put each batch of `puts` with a put of its own.
-    pub async fn writer_after_puts(
+    pub async fn open_and_put(
         &self,
         config: WriterConfig,
         puts: impl IntoIterator<Item = RecordBatch>,
