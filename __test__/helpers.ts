@@ -18,6 +18,8 @@ import {
   type Vector,
 } from 'apache-arrow'
 
+import { ObjectStore, ShardWriter, type ShardWriterOptions } from '../index'
+
 /** `id: Int32 not null, name: Utf8` */
 export const schema = new Schema([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)])
 
@@ -56,6 +58,14 @@ export function tempDir(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'memwal-test-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+/** A writer of `schema` on a new shard of a fresh in-memory store, and the store, whose faults the test drives. */
+export async function inMemoryWriter(
+  options: Omit<ShardWriterOptions, 'schema'> = {},
+): Promise<{ store: ObjectStore; w: ShardWriter }> {
+  const store = ObjectStore.memory()
+  return { store, w: await ShardWriter.open(store, { schema, ...options }) }
 }
 
 /** A fresh `memory://` location shared by every open in this process. */
