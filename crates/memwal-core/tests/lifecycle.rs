@@ -261,9 +261,7 @@ async fn flush_makes_everything_written_so_far_durable() {
 async fn no_backpressure_under_the_threshold() {
     let (_backend, shard) = Backend::memory().with_shard();
     let config = non_durable().with(|c| c.max_unflushed_memtable_bytes = 1 << 20);
-    let w = shard
-        .open_and_put(config, (0..10).map(|i| batch([i])))
-        .await;
+    let w = shard.open_and_put(config, batch_per_id(0..10)).await;
     let s = w.stats();
     assert_eq!(
         (s.backpressure_events, s.backpressure_wait),
@@ -319,7 +317,7 @@ async fn backpressure_waits_for_flushes_and_never_fails() {
 async fn close_waits_for_every_frozen_generation() {
     let (_backend, shard) = Backend::local().with_shard();
     let config = non_durable().with(|c| c.max_memtable_batches = 1);
-    shard.close_after(config, (0..20).map(|i| batch([i]))).await;
+    shard.close_after(config, batch_per_id(0..20)).await;
     let m = shard.manifest().await;
     let gens: Vec<u64> = m.flushed_generations.iter().map(|g| g.generation).collect();
     assert_eq!(gens, (1..=20).collect::<Vec<_>>());

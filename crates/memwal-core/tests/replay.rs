@@ -166,11 +166,9 @@ async fn replay_spans_entries_of_several_epochs() {
 #[tokio::test]
 async fn replay_rotates_when_memtables_fill_up() {
     for (backend, shard) in each_backend() {
-        let a = shard
-            .open_and_put(durable(), (0..5).map(|i| batch([i])))
-            .await;
+        let a = shard.open_and_put(durable(), batch_per_id(0..5)).await;
         // One entry of 4 batches.
-        a.put((10..14).map(|i| batch([i])).collect()).await.unwrap();
+        a.put(batch_per_id(10..14).collect()).await.unwrap();
         drop(a);
         let small = durable().with(|c| c.max_memtable_batches = 2);
         let b = shard.open(small).await;

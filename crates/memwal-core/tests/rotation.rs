@@ -106,18 +106,15 @@ async fn a_put_that_does_not_fit_freezes_first_and_an_oversized_one_is_rejected(
     let (_backend, shard) = Backend::memory().with_shard();
     let config = durable().with(|c| c.max_memtable_batches = 4);
     let w = shard.open(config).await;
-    let r = w.put((0..3).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(0..3).collect()).await.unwrap();
     assert_eq!((r.generation, r.batch_positions.end), (Some(1), 3));
-    let r = w.put((3..5).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(3..5).collect()).await.unwrap();
     assert_eq!(r.generation, Some(2));
     assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 2));
-    let e = w
-        .put((5..10).map(|i| batch([i])).collect())
-        .await
-        .unwrap_err();
+    let e = w.put(batch_per_id(5..10).collect()).await.unwrap_err();
     assert_error(&e, ErrorCode::InvalidArgument, "max_memtable_batches");
     // Exactly a whole MemTable is fine, and fills it: it freezes at once.
-    let r = w.put((10..14).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(10..14).collect()).await.unwrap();
     assert_eq!(r.generation, Some(3));
     assert_eq!(w.memtable_stats().unwrap().generation, 4);
     shard

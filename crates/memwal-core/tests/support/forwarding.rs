@@ -127,7 +127,7 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
-    ) -> StoreResult<PutResult> {
+    ) -> object_store::Result<PutResult> {
         let put = Put {
             location,
             payload,
@@ -144,19 +144,27 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         self.inner.put_multipart_opts(location, opts).await
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> StoreResult<GetResult> {
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
         let get = Get { location, options };
         self.hooks.get(self.inner.as_ref(), get).await
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> StoreResult<Vec<Bytes>> {
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
         self.inner.get_ranges(location, ranges).await
     }
 
     fn delete_stream(
         &self,
-        locations: BoxStream<'static, StoreResult<Path>>,
-    ) -> BoxStream<'static, StoreResult<Path>> {
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
         self.inner.delete_stream(locations)
     }
 
@@ -172,7 +180,7 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         self.inner.list_with_offset(prefix, offset)
     }
 
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> StoreResult<ListResult> {
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         self.inner.list_with_delimiter(prefix).await
     }
 

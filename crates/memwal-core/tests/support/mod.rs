@@ -56,6 +56,12 @@ pub fn batch(ids: impl IntoIterator<Item = i32>) -> RecordBatch {
     .unwrap()
 }
 
+/// One single-row batch per id, in order: `open_and_put(config, batch_per_id(0..3))` makes
+/// three puts.
+pub fn batch_per_id(ids: impl IntoIterator<Item = i32>) -> impl Iterator<Item = RecordBatch> {
+    ids.into_iter().map(|i| batch([i]))
+}
+
 /// A batch of `rows` rows with ids starting at `start`.
 pub fn rows(start: i32, rows: usize) -> RecordBatch {
     batch(start..start + rows as i32)

@@ -72,6 +72,13 @@ impl Shard {
         w
     }
 
+    /// A writer of this shard whose store then fails the next `n` WAL puts (transiently).
+    pub async fn open_failing_wal_puts(&self, config: WriterConfig, n: u64) -> ShardWriter {
+        let w = self.open(config).await;
+        self.store.faults().fail_wal_puts(n);
+        w
+    }
+
     /// The manifest store of this shard (what an external process would use).
     pub fn manifests(&self) -> ManifestStore {
         ManifestStore::new(self.store.clone(), self.store.shard_paths(self.id))
