@@ -25,9 +25,17 @@ impl Shard {
         }
     }
 
+    /// The existing shard `id` in `store`.
+    pub fn at(store: &Store, id: Uuid) -> Self {
+        Shard {
+            store: store.clone(),
+            id,
+        }
+    }
+
     /// This shard through another handle on its objects (another process's client).
     pub fn through(&self, store: Store) -> Shard {
-        Shard { store, id: self.id }
+        Shard::at(&store, self.id)
     }
 
     /// Opens a writer of this shard; panics on failure.
