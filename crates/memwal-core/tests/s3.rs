@@ -361,24 +361,15 @@ async fn concurrent_puts_survive_mixed_transient_faults() {
     ] {
         server.faults().inject("PutObject", WAL_KEYS, fault, 2);
     }
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            let w = w.clone();
-            tokio::spawn(async move {
-                let mut acked = Vec::new();
-                for i in 0..8 {
-                    let id = t * 100 + i;
-                    w.put(vec![batch([id])]).await.unwrap();
-                    acked.push(id);
-                }
-                acked
-            })
-        })
-        .collect();
-    let mut acked = Vec::new();
-    for t in tasks {
-        acked.extend(t.await.unwrap());
-    }
+    let writer = w.clone();
+    let acked = run_callers(16, 8, move |id| {
+        let w = writer.clone();
+        async move {
+            w.put(vec![batch([id])]).await.unwrap();
+            id
+        }
+    })
+    .await;
     assert_eq!(server.faults().injected(), 10);
     w.check_fenced().await.unwrap();
     w.abort().await.unwrap();

@@ -187,6 +187,34 @@ pub async fn put_concurrently(
         .collect()
 }
 
+/// `callers` concurrent tasks, each running `step` on its own ids one at a time and in order:
+/// caller `t` takes ids `t * 1000 .. t * 1000 + steps`. Returns every step's output, caller by
+/// caller. For many callers each making a stream of puts (`step` makes one put of `id`).
+pub async fn run_callers<T, F, Fut>(callers: i32, steps: i32, step: F) -> Vec<T>
+where
+    F: Fn(i32) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let tasks: Vec<_> = (0..callers)
+        .map(|t| {
+            let step = step.clone();
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                for id in t * 1000..t * 1000 + steps {
+                    out.push(step(id).await);
+                }
+                out
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.extend(t.await.expect("caller task panicked"));
+    }
+    out
+}
+
 /// How long a test waits for something that must happen before calling it a hang. Only a
 /// failing test ever waits this long, so it is generous: a loaded two-core machine must not
 /// turn a slow success into a failure.
