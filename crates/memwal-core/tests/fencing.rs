@@ -96,6 +96,23 @@ async fn force_seal_of_a_stale_writer_fails_without_freezing() {
     assert_eq!((s.frozen_memtable_count, s.row_count), (0, 3));
 }
 
+// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
+// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
+// caused by the batch limit rather than `force_seal_active`).
+#[tokio::test]
+async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
+    for (_backend, shard) in each_backend() {
+        let config = durable().with(|c| c.max_memtable_batches = 1);
+        let a = shard.open(config).await;
+        let r = a.put(vec![batch([1])]).await.unwrap();
+        assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
+        a.wait_for_flush_drain().await.unwrap();
+        let b = shard.open(durable()).await;
+        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
+        shard.close_and_assert_recovered(b, [1]).await;
+    }
+}
+
 // A fence seen by `check_fenced` or `force_seal_active` is latched like one seen by an
 // append: a non-durable stale writer that was told stops accepting rows it cannot make durable.
 #[tokio::test]
@@ -216,23 +233,6 @@ async fn concurrent_opens_claim_distinct_epochs() {
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0], 0);
         shard.close_and_assert_recovered(winner, got).await;
-    }
-}
-
-// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
-// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
-// caused by the batch limit rather than `force_seal_active`).
-#[tokio::test]
-async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
-    for (_backend, shard) in each_backend() {
-        let config = durable().with(|c| c.max_memtable_batches = 1);
-        let a = shard.open(config).await;
-        let r = a.put(vec![batch([1])]).await.unwrap();
-        assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
-        a.wait_for_flush_drain().await.unwrap();
-        let b = shard.open(durable()).await;
-        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
-        shard.close_and_assert_recovered(b, [1]).await;
     }
 }
 
