@@ -14,7 +14,7 @@ import test, { type ExecutionContext } from 'ava'
 
 import { CorruptError, FencedError, IoError, MemWalError, ObjectStore, ShardReader, ShardWriter, WalTailer } from '../index'
 import { ids, rows, schema, tempDir } from './helpers'
-import { SEEDED, assertIntact, epochOf, seed } from './seeded-shard'
+import { SEEDED, assertClaimsNothing, assertIntact, seed } from './seeded-shard'
 
 // ---------------------------------------------------------------------------------------------
 // Read-only directories
@@ -77,29 +77,27 @@ function storeDirs(dir: string, shardId: string): string[] {
 
 test('in a read-only directory a writer cannot open (IO) and claims nothing, while readers still read', async (t) => {
   const dir = tempDir(t)
-  const shardId = await seed(dir)
-  const epoch = await epochOf(dir, shardId)
-  const { mode, restore } = makeReadOnly(t, storeDirs(dir, shardId))
-  t.log(`read-only by ${mode}`)
-  await t.throwsAsync(ShardWriter.open(dir, { schema, shardId }), {
-    instanceOf: IoError,
-    code: 'IO',
-    message: WRITE_DENIED,
+  await assertClaimsNothing(t, dir, async (shardId, epoch) => {
+    const { mode, restore } = makeReadOnly(t, storeDirs(dir, shardId))
+    t.log(`read-only by ${mode}`)
+    await t.throwsAsync(ShardWriter.open(dir, { schema, shardId }), {
+      instanceOf: IoError,
+      code: 'IO',
+      message: WRITE_DENIED,
+    })
+    await t.throwsAsync(ShardWriter.open(dir, { schema }), { instanceOf: IoError, code: 'IO', message: WRITE_DENIED })
+    if (mode !== 'not-a-directory') {
+      // Readers never write, so a read-only directory is no obstacle.
+      t.deepEqual(await ObjectStore.local(dir).listShards(), [shardId])
+      const r = await ShardReader.open(dir, { shardId })
+      t.deepEqual(ids(await r.scan()), SEEDED)
+      t.is((await r.manifest()).writerEpoch, epoch)
+      const tailer = await WalTailer.open(dir, { shardId })
+      t.is(await tailer.nextPosition(), 4)
+      t.deepEqual(ids((await tailer.read(3))!.table!), [4, 5])
+    }
+    restore()
   })
-  await t.throwsAsync(ShardWriter.open(dir, { schema }), { instanceOf: IoError, code: 'IO', message: WRITE_DENIED })
-  if (mode !== 'not-a-directory') {
-    // Readers never write, so a read-only directory is no obstacle.
-    t.deepEqual(await ObjectStore.local(dir).listShards(), [shardId])
-    const r = await ShardReader.open(dir, { shardId })
-    t.deepEqual(ids(await r.scan()), SEEDED)
-    t.is((await r.manifest()).writerEpoch, epoch)
-    const tailer = await WalTailer.open(dir, { shardId })
-    t.is(await tailer.nextPosition(), 4)
-    t.deepEqual(ids((await tailer.read(3))!.table!), [4, 5])
-  }
-  restore()
-  t.is(await epochOf(dir, shardId), epoch, 'no epoch was claimed')
-  await assertIntact(t, dir, shardId)
 })
 
 test('a WAL directory that turns read-only fails durable puts and flushes with FENCED PersistenceFailure, and a reopen finds the shard intact', async (t) => {

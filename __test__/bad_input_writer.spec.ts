@@ -11,7 +11,7 @@ import { Schema, tableToIPC } from 'apache-arrow'
 
 import { ClosedError, InvalidArgumentError, ObjectStore, SchemaMismatchError, ShardWriter } from '../index'
 import { memoryLocation, nullableId, rows, schema } from './helpers'
-import { assertIntact, epochOf, seed } from './seeded-shard'
+import { assertClaimsNothing, assertIntact, seed } from './seeded-shard'
 
 // ---------------------------------------------------------------------------------------------
 // ShardWriter.open
@@ -19,40 +19,36 @@ import { assertIntact, epochOf, seed } from './seeded-shard'
 
 test('ShardWriter.open rejects a wrong location, options or schema type with INVALID_ARGUMENT and claims nothing', async (t) => {
   const store = ObjectStore.memory()
-  const shardId = await seed(store)
-  const epoch = await epochOf(store, shardId)
-  for (const bad of [null, undefined, 42, {}, [], new Uint8Array(1)]) {
-    await t.throwsAsync(ShardWriter.open(bad as never, { schema, shardId }), {
+  await assertClaimsNothing(t, store, async (shardId) => {
+    for (const bad of [null, undefined, 42, {}, [], new Uint8Array(1)]) {
+      await t.throwsAsync(ShardWriter.open(bad as never, { schema, shardId }), {
+        instanceOf: InvalidArgumentError,
+        code: 'INVALID_ARGUMENT',
+        message: /location must be a path, a URI .* or an ObjectStore/,
+      })
+    }
+    for (const bad of [undefined, null, 'x', 42, [schema]]) {
+      await t.throwsAsync(ShardWriter.open(store, bad as never), {
+        instanceOf: InvalidArgumentError,
+        message: /ShardWriter\.open needs an options object with a schema/,
+      })
+    }
+    for (const bad of [undefined, 'id int', {}, schema.fields[0], rows([1]), tableToIPC(rows([1]), 'stream')]) {
+      await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), {
+        instanceOf: InvalidArgumentError,
+        code: 'INVALID_ARGUMENT',
+        message: /options\.schema must be an apache-arrow Schema/,
+      })
+    }
+    await t.throwsAsync(ShardWriter.open(store, { schema: new Schema([]), shardId }), {
       instanceOf: InvalidArgumentError,
-      code: 'INVALID_ARGUMENT',
-      message: /location must be a path, a URI .* or an ObjectStore/,
+      message: /schema has no fields/,
     })
-  }
-  for (const bad of [undefined, null, 'x', 42, [schema]]) {
-    await t.throwsAsync(ShardWriter.open(store, bad as never), {
-      instanceOf: InvalidArgumentError,
-      message: /ShardWriter\.open needs an options object with a schema/,
-    })
-  }
-  for (const bad of [undefined, 'id int', {}, schema.fields[0], rows([1]), tableToIPC(rows([1]), 'stream')]) {
-    await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), {
-      instanceOf: InvalidArgumentError,
-      code: 'INVALID_ARGUMENT',
-      message: /options\.schema must be an apache-arrow Schema/,
-    })
-  }
-  await t.throwsAsync(ShardWriter.open(store, { schema: new Schema([]), shardId }), {
-    instanceOf: InvalidArgumentError,
-    message: /schema has no fields/,
   })
-  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
-  await assertIntact(t, store, shardId)
 })
 
 test('ShardWriter.open rejects a Schema look-alike whose fields or types are not Arrow\'s with INVALID_ARGUMENT naming the field, and claims nothing', async (t) => {
   const store = ObjectStore.memory()
-  const shardId = await seed(store)
-  const epoch = await epochOf(store, shardId)
   const field = (type: unknown) => ({ name: 'x', nullable: true, type })
   const cases: [what: string, schema: unknown, message: RegExp][] = [
     ['a field that is a number', { fields: [42] }, /options\.schema field 0 is not an apache-arrow Schema: it is number 42, not a Field/],
@@ -68,92 +64,88 @@ test('ShardWriter.open rejects a Schema look-alike whose fields or types are not
     ],
     ['a time unit Arrow does not have', { fields: [field({ typeId: 10, unit: 9, timezone: null })] }, /field `x`: unknown time unit 9/],
   ]
-  for (const [what, bad, message] of cases) {
-    await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message }, what)
-  }
-  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
-  await assertIntact(t, store, shardId)
+  await assertClaimsNothing(t, store, async (shardId) => {
+    for (const [what, bad, message] of cases) {
+      await t.throwsAsync(ShardWriter.open(store, { schema: bad as never, shardId }), { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message }, what)
+    }
+  })
 })
 
 test('every option rejects NaN, a negative, Infinity, a fraction, a string or a giant value with INVALID_ARGUMENT naming it, and claims nothing', async (t) => {
   const store = ObjectStore.memory()
-  const shardId = await seed(store)
-  const epoch = await epochOf(store, shardId)
-  const numeric = [
-    'maxWalBufferSize',
-    'maxWalFlushIntervalMs',
-    'maxWalPersistRetries',
-    'walPersistRetryBaseDelayMs',
-    'maxMemtableSize',
-    'maxMemtableBatches',
-    'maxUnflushedMemtableBytes',
-  ]
-  for (const option of numeric) {
-    for (const bad of [Number.NaN, -1, Number.POSITIVE_INFINITY, 1.5, '5', 2 ** 60, true]) {
-      await t.throwsAsync(
-        ShardWriter.open(store, { schema, shardId, [option]: bad } as never),
-        { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message: new RegExp(`invalid option ${option}`) },
-        `${option}: ${String(bad)}`,
-      )
+  await assertClaimsNothing(t, store, async (shardId) => {
+    const numeric = [
+      'maxWalBufferSize',
+      'maxWalFlushIntervalMs',
+      'maxWalPersistRetries',
+      'walPersistRetryBaseDelayMs',
+      'maxMemtableSize',
+      'maxMemtableBatches',
+      'maxUnflushedMemtableBytes',
+    ]
+    for (const option of numeric) {
+      for (const bad of [Number.NaN, -1, Number.POSITIVE_INFINITY, 1.5, '5', 2 ** 60, true]) {
+        await t.throwsAsync(
+          ShardWriter.open(store, { schema, shardId, [option]: bad } as never),
+          { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message: new RegExp(`invalid option ${option}`) },
+          `${option}: ${String(bad)}`,
+        )
+      }
     }
-  }
-  const zeros: Array<[string, RegExp]> = [
-    ['maxMemtableSize', /max_memtable_size must be at least 1 byte/],
-    ['maxMemtableBatches', /max_memtable_batches must be between 1 and/],
-    ['maxUnflushedMemtableBytes', /max_unflushed_memtable_bytes must be at least 1 byte/],
-    ['maxWalFlushIntervalMs', /max_wal_flush_interval_ms must be between 1 and \d+ \(or null to disable the ticker\)/],
-  ]
-  for (const [option, message] of zeros) {
-    await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: 0 } as never), {
-      instanceOf: InvalidArgumentError,
-      message,
-    })
-  }
-  await t.throwsAsync(ShardWriter.open(store, { schema, shardId, maxWalPersistRetries: 2 ** 40 }), {
-    instanceOf: InvalidArgumentError,
-    message: /maxWalPersistRetries: 1099511627776 is too large/,
-  })
-  for (const option of ['durableWrite', 'enableMemtable', 'ignoreUnknownFields']) {
-    for (const bad of ['yes', 1, null, Number.NaN]) {
-      await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: bad } as never), {
+    const zeros: Array<[string, RegExp]> = [
+      ['maxMemtableSize', /max_memtable_size must be at least 1 byte/],
+      ['maxMemtableBatches', /max_memtable_batches must be between 1 and/],
+      ['maxUnflushedMemtableBytes', /max_unflushed_memtable_bytes must be at least 1 byte/],
+      ['maxWalFlushIntervalMs', /max_wal_flush_interval_ms must be between 1 and \d+ \(or null to disable the ticker\)/],
+    ]
+    for (const [option, message] of zeros) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: 0 } as never), {
         instanceOf: InvalidArgumentError,
-        message: new RegExp(`invalid option ${option}: expected a boolean`),
+        message,
       })
     }
-  }
-  for (const bad of [42, null, { id: shardId }]) {
-    await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad } as never), {
+    await t.throwsAsync(ShardWriter.open(store, { schema, shardId, maxWalPersistRetries: 2 ** 40 }), {
       instanceOf: InvalidArgumentError,
-      message: /options\.shardId expects a string/,
+      message: /maxWalPersistRetries: 1099511627776 is too large/,
     })
-  }
-  for (const bad of ['', 'not-a-uuid', `${shardId}x`, 'x'.repeat(100_000)]) {
-    await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad }), {
-      instanceOf: InvalidArgumentError,
-      message: /is not a UUID/,
-    })
-  }
-  for (const unknown of ['shardID', 'durable', 'maxMemTableSize', '']) {
-    await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [unknown]: 1 } as never), {
-      instanceOf: InvalidArgumentError,
-      message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shardId`),
-    })
-  }
-  t.is(await epochOf(store, shardId), epoch, 'no epoch was claimed')
-  await assertIntact(t, store, shardId)
+    for (const option of ['durableWrite', 'enableMemtable', 'ignoreUnknownFields']) {
+      for (const bad of ['yes', 1, null, Number.NaN]) {
+        await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: bad } as never), {
+          instanceOf: InvalidArgumentError,
+          message: new RegExp(`invalid option ${option}: expected a boolean`),
+        })
+      }
+    }
+    for (const bad of [42, null, { id: shardId }]) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad } as never), {
+        instanceOf: InvalidArgumentError,
+        message: /options\.shardId expects a string/,
+      })
+    }
+    for (const bad of ['', 'not-a-uuid', `${shardId}x`, 'x'.repeat(100_000)]) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId: bad }), {
+        instanceOf: InvalidArgumentError,
+        message: /is not a UUID/,
+      })
+    }
+    for (const unknown of ['shardID', 'durable', 'maxMemTableSize', '']) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [unknown]: 1 } as never), {
+        instanceOf: InvalidArgumentError,
+        message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shardId`),
+      })
+    }
+  })
 })
 
 test('reopening with a schema that differs only in nullability is SCHEMA_MISMATCH and claims nothing', async (t) => {
   const store = ObjectStore.memory()
-  const shardId = await seed(store)
-  const epoch = await epochOf(store, shardId)
-  await t.throwsAsync(ShardWriter.open(store, { schema: nullableId, shardId }), {
-    instanceOf: SchemaMismatchError,
-    code: 'SCHEMA_MISMATCH',
-    message: /`id`/,
+  await assertClaimsNothing(t, store, async (shardId) => {
+    await t.throwsAsync(ShardWriter.open(store, { schema: nullableId, shardId }), {
+      instanceOf: SchemaMismatchError,
+      code: 'SCHEMA_MISMATCH',
+      message: /`id`/,
+    })
   })
-  t.is(await epochOf(store, shardId), epoch)
-  await assertIntact(t, store, shardId)
 })
 
 // ---------------------------------------------------------------------------------------------

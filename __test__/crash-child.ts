@@ -78,33 +78,40 @@ async function noWaitLoop(w: ShardWriter, loop: number): Promise<void> {
   }
 }
 
-async function flushLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
+/**
+ * Until stopped, waits `minMs` to `maxMs` and runs `op` on writer `kind`, logging its invoke,
+ * resolution and rejection as `events` with the run's number `f`; stops at the first rejection.
+ */
+async function periodicLoop(
+  kind: WriterKind,
+  events: { invoke: 'fi' | 'si'; resolved: 'fa' | 'sa'; rejected: 'fx' | 'sx' },
+  [minMs, maxMs]: [number, number],
+  op: () => Promise<void>,
+): Promise<void> {
   for (let f = 0; !stopped; f++) {
-    await sleep(between(2, 30))
-    log({ e: 'fi', w: kind, f })
+    await sleep(between(minMs, maxMs))
+    log({ e: events.invoke, w: kind, f })
     try {
-      await w.flush()
-      log({ e: 'fa', w: kind, f })
+      await op()
+      log({ e: events.resolved, w: kind, f })
     } catch (e) {
-      log({ e: 'fx', w: kind, f, ...failure(e) })
+      log({ e: events.rejected, w: kind, f, ...failure(e) })
       return
     }
   }
 }
 
-async function sealLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
-  for (let f = 0; !stopped; f++) {
-    await sleep(between(10, 80))
-    log({ e: 'si', w: kind, f })
-    try {
-      await w.forceSealActive()
-      await w.waitForFlushDrain()
-      log({ e: 'sa', w: kind, f })
-    } catch (e) {
-      log({ e: 'sx', w: kind, f, ...failure(e) })
-      return
-    }
-  }
+/** flush() every 2-30 ms. */
+function flushLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
+  return periodicLoop(kind, { invoke: 'fi', resolved: 'fa', rejected: 'fx' }, [2, 30], () => w.flush())
+}
+
+/** forceSealActive() and then waitForFlushDrain() every 10-80 ms. */
+function sealLoop(w: ShardWriter, kind: WriterKind): Promise<void> {
+  return periodicLoop(kind, { invoke: 'si', resolved: 'sa', rejected: 'sx' }, [10, 80], async () => {
+    await w.forceSealActive()
+    await w.waitForFlushDrain()
+  })
 }
 
 async function main(): Promise<void> {

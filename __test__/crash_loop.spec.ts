@@ -16,16 +16,8 @@ import { randomUUID } from 'node:crypto'
 import test from 'ava'
 
 import { ShardReader, ShardWriter } from '../index'
-import {
-  checkHistory,
-  crashRows,
-  crashSchema,
-  padOf,
-  parseLog,
-  prng,
-  type CrashRow,
-  type WriterKind,
-} from './crash-history'
+import { checkHistory, crashRows, crashSchema, padOf, parseLog, prng } from './crash-history'
+import type { CrashRow, WriterKind } from './crash-history'
 import { runCount, tempDir } from './helpers'
 
 const ITERATIONS = runCount('MEMWAL_CRASH_ITERATIONS', { ci: 100, long: 3000 })

@@ -1,12 +1,10 @@
 import test from 'ava'
 
 import { ClosedError, FencedError, ObjectStore, ShardWriter, WalTailer } from '../index'
-import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+import { ids, inMemoryWriter, memoryLocation, rows, schema, tempDir } from './helpers'
 
 test('an injected persistence failure rejects the put with PersistenceFailure and poisons the writer', async (t) => {
-  const store = ObjectStore.memory()
-  const w = await ShardWriter.open(store, {
-    schema,
+  const { store, w } = await inMemoryWriter({
     maxWalPersistRetries: 0,
     walPersistRetryBaseDelayMs: 1,
     maxWalFlushIntervalMs: null,
@@ -30,8 +28,7 @@ test('an injected persistence failure rejects the put with PersistenceFailure an
 })
 
 test('transient WAL failures are retried at the same position and the put succeeds', async (t) => {
-  const store = ObjectStore.memory()
-  const w = await ShardWriter.open(store, { schema, walPersistRetryBaseDelayMs: 1 })
+  const { store, w } = await inMemoryWriter({ walPersistRetryBaseDelayMs: 1 })
   store.faults.failWalPuts(2)
   await w.put(rows([7]))
   t.is(store.faults.walPutAttempts(), 3)
@@ -41,12 +38,7 @@ test('transient WAL failures are retried at the same position and the put succee
 })
 
 test('abort while a durable put waits rejects the put and never hangs', async (t) => {
-  const store = ObjectStore.memory()
-  const w = await ShardWriter.open(store, {
-    schema,
-    maxWalPersistRetries: 20,
-    walPersistRetryBaseDelayMs: 1000,
-  })
+  const { store, w } = await inMemoryWriter({ maxWalPersistRetries: 20, walPersistRetryBaseDelayMs: 1000 })
   store.faults.failWalPuts(Infinity)
   const pending = w.put(rows([1]))
   while (store.faults.walPutAttempts() === 0) {
@@ -98,8 +90,7 @@ test('putNoWait returns at once and its durable promise resolves when the rows a
 })
 
 test('non-durable puts become durable on flush()', async (t) => {
-  const store = ObjectStore.memory()
-  const w = await ShardWriter.open(store, { schema, durableWrite: false, maxWalFlushIntervalMs: null })
+  const { store, w } = await inMemoryWriter({ durableWrite: false, maxWalFlushIntervalMs: null })
   await w.put(rows([1]))
   await w.put(rows([2]))
   const tailer = await WalTailer.open(store, { shardId: w.shardId })

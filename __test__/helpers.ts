@@ -4,37 +4,18 @@ import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 
 import type { ExecutionContext } from 'ava'
-import {
-  Field,
-  Int32,
-  RecordBatch,
-  Schema,
-  Struct,
-  Table,
-  Utf8,
-  makeData,
-  makeVector,
-  vectorFromArray,
-  type Vector,
-} from 'apache-arrow'
+import { Field, Int32, Schema, type Table, Utf8, makeVector, vectorFromArray, type Vector } from 'apache-arrow'
+
+import { ObjectStore, ShardWriter, type ShardWriterOptions } from '../index'
+import { tableOf } from '../lib/table'
+
+export { tableOf } from '../lib/table'
 
 /** `id: Int32 not null, name: Utf8` */
 export const schema = new Schema([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)])
 
 /** `schema` with `id` nullable: differs from the shard's only in nullability. */
 export const nullableId = new Schema([new Field('id', new Int32(), true), new Field('name', new Utf8(), true)])
-
-/** A one-batch table with exactly `s` as its schema. */
-export function tableOf(s: Schema, columns: Vector[]): Table {
-  const length = columns[0]?.length ?? 0
-  const data = makeData({
-    type: new Struct(s.fields),
-    length,
-    nullCount: 0,
-    children: columns.map((c) => c.data[0]!),
-  })
-  return new Table([new RecordBatch(s, data)])
-}
 
 /** A table of the given ids with names `n<id>`. */
 export function rows(ids: number[]): Table {
@@ -56,6 +37,14 @@ export function tempDir(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'memwal-test-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+/** A writer of `schema` on a new shard of a fresh in-memory store, and the store, whose faults the test drives. */
+export async function inMemoryWriter(
+  options: Omit<ShardWriterOptions, 'schema'> = {},
+): Promise<{ store: ObjectStore; w: ShardWriter }> {
+  const store = ObjectStore.memory()
+  return { store, w: await ShardWriter.open(store, { schema, ...options }) }
 }
 
 /** A fresh `memory://` location shared by every open in this process. */

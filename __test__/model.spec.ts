@@ -67,6 +67,11 @@ interface Real {
   writers: Record<Kind, ShardWriter>
 }
 
+/** Shard `kind` as the model sees it (`s`) and its real writer (`w`). */
+function shardOf(m: Model, r: Real, kind: Kind): { s: ShardModel; w: ShardWriter } {
+  return { s: m.shards[kind], w: r.writers[kind] }
+}
+
 // No ticker and no size trigger: non-durable rows reach the WAL only through flush(), a seal or
 // close(), so the model knows when. `d` rotates every 3 batches on its own.
 const OPTIONS: Record<Kind, Omit<ShardWriterOptions, 'schema'>> = {
@@ -156,8 +161,7 @@ class PutCommand implements fc.AsyncCommand<Model, Real> {
   ) {}
   check = () => true
   async run(m: Model, r: Real): Promise<void> {
-    const s = m.shards[this.kind]
-    const w = r.writers[this.kind]
+    const { s, w } = shardOf(m, r, this.kind)
     const put = newPut(m, this.n, this.batches)
     if (s.poisoned !== null) {
       m.never = new Set([...m.never, ...put.ids])
@@ -206,8 +210,7 @@ class ConcurrentPutsCommand implements fc.AsyncCommand<Model, Real> {
   ) {}
   check = () => true
   async run(m: Model, r: Real): Promise<void> {
-    const s = m.shards[this.kind]
-    const w = r.writers[this.kind]
+    const { s, w } = shardOf(m, r, this.kind)
     const puts = this.sizes.map((n) => newPut(m, n, 1))
     const settled = await Promise.allSettled(puts.map((p) => w.put(p.data)))
     if (s.poisoned !== null || (m.faults && this.kind === 'd')) {
@@ -253,8 +256,7 @@ class SyncCommand implements fc.AsyncCommand<Model, Real> {
   ) {}
   check = () => true
   async run(m: Model, r: Real): Promise<void> {
-    const s = m.shards[this.kind]
-    const w = r.writers[this.kind]
+    const { s, w } = shardOf(m, r, this.kind)
     if (s.poisoned !== null) {
       await rejectsFenced(this.seal ? w.forceSealActive() : w.flush(), s.poisoned, `${this} on a fenced writer`)
       if (this.seal) await rejectsFenced(w.waitForFlushDrain(), s.poisoned, 'a drain on a fenced writer')
@@ -288,8 +290,7 @@ class ScanCommand implements fc.AsyncCommand<Model, Real> {
   constructor(readonly kind: Kind) {}
   check = () => true
   async run(m: Model, r: Real): Promise<void> {
-    const s = m.shards[this.kind]
-    const w = r.writers[this.kind]
+    const { s, w } = shardOf(m, r, this.kind)
     if (s.poisoned !== null) {
       await rejectsFenced(w.scan(), s.poisoned, 'a scan on a fenced writer')
       return

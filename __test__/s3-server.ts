@@ -65,24 +65,13 @@ export async function startS3Server(
     child.once('exit', (code) => reject(new Error(`the S3 test server exited with ${code} before it was ready`)))
     child.once('error', reject)
   })
-  const info = JSON.parse(first) as {
-    endpoint: string
-    bucket: string
-    region: string
-    accessKeyId: string
-    secretAccessKey: string
-  }
+  // The server prints the storage options that reach it (explicit, so nothing comes from the
+  // environment).
+  const info = JSON.parse(first) as { endpoint: string; bucket: string; storage: StorageOptions }
   return {
     endpoint: info.endpoint,
     bucket: info.bucket,
-    storage: {
-      endpoint: info.endpoint,
-      allowHttp: true,
-      region: info.region,
-      accessKeyId: info.accessKeyId,
-      secretAccessKey: info.secretAccessKey,
-      virtualHostedStyleRequest: false,
-    },
+    storage: info.storage,
     location: (name) => `s3://${info.bucket}/${name}-${randomUUID()}`,
   }
 }

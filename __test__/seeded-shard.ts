@@ -43,3 +43,19 @@ export async function assertIntact(
   t.deepEqual(ids(await w.scan()), expected, 'a new writer recovers the rows from before the bad call')
   await w.abort()
 }
+
+/**
+ * Seeds a shard at `location`, makes `badCalls` against it (given its id and epoch), then checks
+ * that they claimed no epoch and left the shard intact.
+ */
+export async function assertClaimsNothing(
+  t: ExecutionContext,
+  location: Location,
+  badCalls: (shardId: string, epoch: number) => Promise<void>,
+): Promise<void> {
+  const shardId = await seed(location)
+  const epoch = await epochOf(location, shardId)
+  await badCalls(shardId, epoch)
+  t.is(await epochOf(location, shardId), epoch, 'no epoch was claimed')
+  await assertIntact(t, location, shardId)
+}

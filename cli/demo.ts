@@ -9,22 +9,10 @@ import { join, resolve } from 'node:path'
 
 import { SingleBar } from 'cli-progress'
 import type { Command } from 'commander'
-import {
-  Field,
-  Float64,
-  Int32,
-  Int64,
-  RecordBatch,
-  Schema,
-  Struct,
-  Table,
-  Utf8,
-  makeData,
-  makeVector,
-  vectorFromArray,
-} from 'apache-arrow'
+import { Field, Float64, Int32, Int64, Schema, type Table, Utf8, makeVector, vectorFromArray } from 'apache-arrow'
 
 import { FencedError, ShardReader, ShardWriter } from '../index.js'
+import { tableOf } from '../lib/table.js'
 import { CliError, Exit } from './exit-codes.js'
 import { integerAtLeast } from './options.js'
 import { formatBytes, formatCount } from './output.js'
@@ -55,13 +43,7 @@ function batchOf(first: number, count: number, writer: number): Table {
     Array.from({ length: count }, (_, i) => `sensor-${writer} reading ${first + i}`),
     new Utf8(),
   )
-  const data = makeData({
-    type: new Struct(schema.fields),
-    length: count,
-    nullCount: 0,
-    children: [id.data[0]!, w.data[0]!, value.data[0]!, payload.data[0]!],
-  })
-  return new Table([new RecordBatch(schema, data)])
+  return tableOf(schema, [id, w, value, payload])
 }
 
 /** Empties `dir` if a previous demo made it; refuses a non-empty directory it did not make. */

@@ -117,13 +117,7 @@ try {
     stores.push({
       name: ms === 0 ? 'S3 (local s3s-fs server)' : `S3 (local server, +${ms} ms per request)`,
       location: (c) => `s3://${info.bucket}/bench-${c}`,
-      storage: {
-        endpoint: info.endpoint,
-        allowHttp: true,
-        region: info.region,
-        accessKeyId: info.accessKeyId,
-        secretAccessKey: info.secretAccessKey,
-      },
+      storage: info.storage,
     })
   }
   for (const concurrency of [1, 64]) {

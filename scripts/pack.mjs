@@ -12,17 +12,7 @@
 // (memwal.linux-x64-gnu.node, binding.js, index.js), which running tests may have loaded.
 // Prints the tarball paths, one per line. __test__/packaging.spec.ts installs them offline.
 import { execFileSync } from 'node:child_process'
-import {
-  copyFileSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
+import fs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,7 +21,7 @@ import { parseArgs } from 'node:util'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { out: { type: 'string', default: '.' } } })
 const out = resolve(values.out)
-mkdirSync(out, { recursive: true })
+fs.mkdirSync(out, { recursive: true })
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const run = (cmd, args, cwd = root) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] })
@@ -44,12 +34,12 @@ const packInto = (dir) => {
   return join(out, JSON.parse(json)[0].filename)
 }
 
-const stage = mkdtempSync(join(tmpdir(), 'memwal-pack-'))
+const stage = fs.mkdtempSync(join(tmpdir(), 'memwal-pack-'))
 try {
   const main = join(stage, 'memwal')
   const platform = join(stage, 'linux-x64-gnu')
-  mkdirSync(main)
-  mkdirSync(platform)
+  fs.mkdirSync(main)
+  fs.mkdirSync(platform)
 
   // 1. The release addon, in the prebuildify layout: <main>/prebuilds/linux-x64/memwal.glibc.node
   run(process.execPath, [
@@ -62,27 +52,27 @@ try {
     main,
   ])
   const prebuilds = join(main, 'prebuilds', 'linux-x64')
-  const addons = readdirSync(prebuilds).filter((f) => f.endsWith('.node'))
+  const addons = fs.readdirSync(prebuilds).filter((f) => f.endsWith('.node'))
   if (addons.length !== 1) throw new Error(`expected one addon in ${prebuilds}, found ${addons.join(', ') || 'none'}`)
 
   // 2. The JS side: compiled TS (index, CLI) and the files the package lists.
   run(process.execPath, [join(root, 'scripts', 'build-ts.mjs'), main])
   for (const f of ['README.md', 'binding.js', 'binding.d.ts', 'native.js', 'native.d.ts']) {
-    copyFileSync(join(root, f), join(main, f))
+    fs.copyFileSync(join(root, f), join(main, f))
   }
   // Without the build hooks: npm 11 lists a dependency's `prepare` as an install script to
   // approve, and approving it would try to build from source on a machine without Rust.
-  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  const manifest = JSON.parse(fs.readFileSync(join(root, 'package.json'), 'utf8'))
   delete manifest.scripts.prepare
   delete manifest.scripts.prepack
-  writeFileSync(join(main, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
-  if (existsSync(join(root, 'LICENSE'))) copyFileSync(join(root, 'LICENSE'), join(main, 'LICENSE'))
+  fs.writeFileSync(join(main, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
+  if (fs.existsSync(join(root, 'LICENSE'))) fs.copyFileSync(join(root, 'LICENSE'), join(main, 'LICENSE'))
 
   // 3. The platform package: its committed package.json and README plus the same addon.
-  cpSync(join(root, 'npm', 'linux-x64-gnu'), platform, { recursive: true, filter: (f) => !f.endsWith('.node') })
-  copyFileSync(join(prebuilds, addons[0]), join(platform, 'memwal.linux-x64-gnu.node'))
+  fs.cpSync(join(root, 'npm', 'linux-x64-gnu'), platform, { recursive: true, filter: (f) => !f.endsWith('.node') })
+  fs.copyFileSync(join(prebuilds, addons[0]), join(platform, 'memwal.linux-x64-gnu.node'))
 
   for (const dir of [main, platform]) console.log(packInto(dir))
 } finally {
-  rmSync(stage, { recursive: true, force: true })
+  fs.rmSync(stage, { recursive: true, force: true })
 }

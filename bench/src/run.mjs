@@ -23,6 +23,7 @@ import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 import { now } from './latencies.mjs'
 import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
+import { ALL, BURST, FLOORS, SUSTAINED, W5_ROTATING, W5_STEADY } from './plan.mjs'
 import { saySmokeChecks, smokeChecks } from './smoke.mjs'
 import { issueTargets, sayTargets } from './targets.mjs'
 
@@ -141,10 +142,6 @@ const STORES = {
   'classic-level': levelStore(),
   lancedb: lancedbStore(mods, pools18),
 }
-const FLOORS = ['floor-js', 'floor-rust']
-const PEERS = ['better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
-const DURABLE_PEERS = ['better-sqlite3', 'lmdb', 'classic-level']
-const ALL = [...FLOORS, 'memwal', ...PEERS]
 
 function say(s = '') {
   process.stdout.write(`${s}\n`)
@@ -330,9 +327,6 @@ W.W3 = async () => {
     await cell('W3', { store: 'memwal', rows: 10000, clients, durable: false, label: SUSTAINED })
 }
 
-const BURST = 'non-durable burst (fresh writer, 0.5 s)'
-const SUSTAINED = 'non-durable sustained'
-
 W.W4 = async () => {
   for (const clients of [1, 64]) {
     for (const store of ['memwal', 'better-sqlite3', 'lmdb', 'classic-level'])
@@ -340,8 +334,6 @@ W.W4 = async () => {
   }
 }
 
-const W5_ROTATING = { maxMemtableBatches: 1000, maxMemtableSize: 1 << 20, maxUnflushedMemtableBytes: 8 << 20 }
-const W5_STEADY = { maxMemtableBatches: 1 << 21, maxMemtableSize: 2 ** 33, maxUnflushedMemtableBytes: 2 ** 34 }
 W.W5 = async () => {
   await cell('W5', {
     store: 'memwal',
@@ -627,11 +619,6 @@ const report = {
   floor,
   wanted,
   payloadFor,
-  FLOORS,
-  DURABLE_PEERS,
-  BURST,
-  SUSTAINED,
-  W5_ROTATING,
 }
 const targets = issueTargets(report)
 sayTargets(targets, say)

@@ -4,16 +4,17 @@
 // full run judges them as ratios within one run (the targets, targets.mjs).
 
 import { best } from './lookup.mjs'
+import { BURST } from './plan.mjs'
 import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
 
 /**
  * The guards and readings of a smoke run, as `{ guards, readings, guard }`: `guard(text, ok,
  * detail)` adds one more (the report adds its own after these). `run` holds what they look at:
  * the cells (`results`, looked up with `find`), W6's recoveries, W7's repetitions and summary,
- * the machine `floor`, and W3's label `BURST`.
+ * and the machine `floor`; the cells are named as the run planned them (plan.mjs).
  */
 export function smokeChecks(run) {
-  const { results, find, w6, w7, w7Summary, floor, BURST } = run
+  const { results, find, w6, w7, w7Summary, floor } = run
   const guards = []
   function guard(text, ok, detail = '') {
     guards.push({ guard: text, ok: Boolean(ok), detail })

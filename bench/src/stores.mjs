@@ -3,7 +3,8 @@
 //   counters() -> object | null                 cumulative counters (memwal: writer.stats())
 //   close() -> Promise
 // Durable means: the put settles only once its rows survive a power loss (as far as the store
-// promises it); see `durability` for what each store does.
+// promises it); see `durability` for what each store does (`nondurable`: what it does without).
+// An adapter carries no name of its own: run.mjs's STORES names each one, once.
 
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
@@ -18,7 +19,6 @@ const require = createRequire(import.meta.url)
 export function memwalStore(mods, pools) {
   const { ShardWriter } = mods.memwal
   return {
-    name: 'memwal',
     durability: 'durable put: WAL entry created with O_TMPFILE + fdatasync + linkat + dir fsync',
     nondurable: 'durableWrite: false (resolves after the in-memory insert)',
     async open(dir, { durable, rows, options = {} }) {
@@ -43,7 +43,6 @@ export function memwalStore(mods, pools) {
  */
 export function jsFloorStore(payloadFor) {
   return {
-    name: 'floor-js',
     durability: 'fs: write, fdatasync, rename, directory fsync (group commit)',
     async open(dir, { rows }) {
       fs.mkdirSync(dir, { recursive: true })
@@ -97,11 +96,31 @@ export function jsFloorStore(payloadFor) {
   }
 }
 
+/** One `RowSet` per closed-loop client, so concurrent clients never share key buffers. */
+function clientRowSets(rows, clients) {
+  return Array.from({ length: clients }, (_, c) => new RowSet(rows, c))
+}
+
+/**
+ * The session of a key/value peer: a put stamps client `c`'s row set (`sets[c]`) with its
+ * sequence number, then `write(rs, c)` stores those rows; peers keep no counters.
+ */
+function rowSetSession(sets, write, close) {
+  return {
+    put: (c, seq) => {
+      const rs = sets[c]
+      rs.stamp(seq)
+      return write(rs, c)
+    },
+    counters: () => null,
+    close,
+  }
+}
+
 /** better-sqlite3: WAL mode; synchronous=FULL (durable) or NORMAL; one transaction per put. */
 export function sqliteStore() {
   const Database = require('better-sqlite3')
   return {
-    name: 'better-sqlite3',
     durability: 'journal_mode=WAL, synchronous=FULL, one transaction per put (synchronous API)',
     nondurable: 'synchronous=NORMAL (WAL not synced per commit)',
     async open(dir, { durable, rows, clients }) {
@@ -114,17 +133,11 @@ export function sqliteStore() {
       const many = db.transaction((rs) => {
         for (let r = 0; r < rs.rows; r++) ins.run(rs.keys[r], rs.values72[r], rs.ts + r)
       })
-      const sets = Array.from({ length: clients }, (_, c) => new RowSet(rows, c))
-      return {
-        put: (c, seq) => {
-          const rs = sets[c]
-          rs.stamp(seq)
-          if (rows === 1) ins.run(rs.keys[0], rs.values72[0], rs.ts)
-          else many(rs)
-        },
-        counters: () => null,
-        close: async () => db.close(),
+      const write = (rs) => {
+        if (rows === 1) ins.run(rs.keys[0], rs.values72[0], rs.ts)
+        else many(rs)
       }
+      return rowSetSession(clientRowSets(rows, clients), write, async () => db.close())
     },
   }
 }
@@ -133,24 +146,17 @@ export function sqliteStore() {
 export function lmdbStore() {
   const { open } = require('lmdb')
   return {
-    name: 'lmdb',
     durability: 'await put (committed) then await db.flushed (synced); overlappingSync default',
     nondurable: 'await put only (committed, not flushed)',
     async open(dir, { durable, rows, clients }) {
       const db = open({ path: dir, keyEncoding: 'binary', encoding: 'binary', compression: false })
-      const sets = Array.from({ length: clients }, (_, c) => new RowSet(rows, c))
-      return {
-        put: async (c, seq) => {
-          const rs = sets[c]
-          rs.stamp(seq)
-          let p
-          for (let r = 0; r < rows; r++) p = db.put(rs.keys[r], rs.values[r])
-          await p
-          if (durable) await db.flushed
-        },
-        counters: () => null,
-        close: () => db.close(),
+      const write = async (rs) => {
+        let p
+        for (let r = 0; r < rows; r++) p = db.put(rs.keys[r], rs.values[r])
+        await p
+        if (durable) await db.flushed
       }
+      return rowSetSession(clientRowSets(rows, clients), write, () => db.close())
     },
   }
 }
@@ -159,24 +165,16 @@ export function lmdbStore() {
 export function levelStore() {
   const { ClassicLevel } = require('classic-level')
   return {
-    name: 'classic-level',
     durability: 'put / batch with { sync: true }',
     nondurable: '{ sync: false }',
     async open(dir, { durable, rows, clients }) {
       const db = new ClassicLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
       await db.open()
-      const sets = Array.from({ length: clients }, (_, c) => new RowSet(rows, c))
+      const sets = clientRowSets(rows, clients)
       const ops = sets.map((rs) => rs.keys.map((key, r) => ({ type: 'put', key, value: rs.values[r] })))
       const opts = { sync: durable }
-      return {
-        put: (c, seq) => {
-          const rs = sets[c]
-          rs.stamp(seq)
-          return rows === 1 ? db.put(rs.keys[0], rs.values[0], opts) : db.batch(ops[c], opts)
-        },
-        counters: () => null,
-        close: () => db.close(),
-      }
+      const write = (rs, c) => (rows === 1 ? db.put(rs.keys[0], rs.values[0], opts) : db.batch(ops[c], opts))
+      return rowSetSession(sets, write, () => db.close())
     },
   }
 }
@@ -185,7 +183,6 @@ export function levelStore() {
 export function lancedbStore(mods, pools18) {
   const lancedb = require(mods.lancedbEntry)
   return {
-    name: 'lancedb',
     durability: 'table.add (a Lance commit; its local object store does not fsync)',
     async open(dir, { rows }) {
       const pool = pools18(rows)

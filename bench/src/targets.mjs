@@ -4,30 +4,17 @@
 // (W4), rotations and memory under load (W5), replay (W6) and fencing a live writer (W7).
 
 import { best } from './lookup.mjs'
+import { BURST, DURABLE_PEERS, FLOORS, SUSTAINED, W5_ROTATING } from './plan.mjs'
 import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
 
 /**
  * The targets of the workloads that ran, as `{ id, target, met, ratio, detail }`. `run` holds
  * what they judge: the cells (`results`, looked up with `find`), W6's recoveries, W7's summary,
- * the machine `floor`, `wanted(workload)`, `payloadFor(rows)` (the floors' bytes of a put), the
- * store groups `FLOORS` and `DURABLE_PEERS`, W3's labels `BURST` and `SUSTAINED`, and W5's
- * rotating options `W5_ROTATING`.
+ * the machine `floor`, `wanted(workload)` and `payloadFor(rows)` (the floors' bytes of a put);
+ * the cells are named as the run planned them (plan.mjs).
  */
 export function issueTargets(run) {
-  const {
-    results,
-    find,
-    w6,
-    w7Summary,
-    floor,
-    wanted,
-    payloadFor,
-    FLOORS,
-    DURABLE_PEERS,
-    BURST,
-    SUSTAINED,
-    W5_ROTATING,
-  } = run
+  const { results, find, w6, w7Summary, floor, wanted, payloadFor } = run
   const targets = []
   function target(id, text, ok, ratio, detail) {
     targets.push({ id, target: text, met: ok === null ? null : Boolean(ok), ratio: ratio ?? null, detail })

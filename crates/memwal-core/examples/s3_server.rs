@@ -7,8 +7,9 @@
 //! ```
 //!
 //! Serves `<dir>` (bucket `memwal` is its subdirectory) and prints one JSON line on stdout with
-//! what a client needs: `{"endpoint", "port", "bucket", "region", "accessKeyId",
-//! "secretAccessKey"}`. It exits when its standard input closes (so it dies with the process
+//! what a client needs: `{"endpoint", "port", "bucket", "storage"}`, where `storage` holds the
+//! JavaScript storage options that reach it (`S3Server::storage_options`, the one list of them,
+//! under their camelCase names). It exits when its standard input closes (so it dies with the process
 //! that spawned it) or on a signal. `--no-conditional-writes` makes PutObject ignore
 //! `If-None-Match`, like a store memwal must refuse. `--latency-ms` delays every request, a
 //! stand-in for a real store's latency (the benchmark uses it).
@@ -22,6 +23,37 @@ use std::path::PathBuf;
 fn usage() -> ! {
     eprintln!("usage: s3_server <dir> [--port N] [--no-conditional-writes] [--latency-ms N]");
     std::process::exit(2)
+}
+
+/// `options` as a JSON object of JavaScript storage options: camelCase keys (`allowHttp`), and
+/// `true`/`false` as booleans, since `lib/store.ts` type-checks them. The values are the
+/// server's own (a URL, a region, fixed keys), none with a character JSON would escape.
+fn storage_json(options: &[(String, String)]) -> String {
+    let fields: Vec<String> = options
+        .iter()
+        .map(|(key, value)| match value.as_str() {
+            "true" | "false" => format!("\"{}\":{value}", camel_case(key)),
+            _ => format!("\"{}\":\"{value}\"", camel_case(key)),
+        })
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// `allow_http` → `allowHttp`.
+fn camel_case(snake: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in snake.chars() {
+        match c {
+            '_' => upper = true,
+            c if upper => {
+                out.extend(c.to_uppercase());
+                upper = false;
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -64,13 +96,11 @@ async fn main() {
         .faults()
         .set_latency(std::time::Duration::from_secs_f64(latency_ms / 1000.0));
     println!(
-        "{{\"endpoint\":\"{}\",\"port\":{},\"bucket\":\"{}\",\"region\":\"{}\",\"accessKeyId\":\"{}\",\"secretAccessKey\":\"{}\"}}",
+        "{{\"endpoint\":\"{}\",\"port\":{},\"bucket\":\"{}\",\"storage\":{}}}",
         server.endpoint(),
         server.port(),
         s3::BUCKET,
-        s3::REGION,
-        s3::ACCESS_KEY,
-        s3::SECRET_KEY
+        storage_json(&server.storage_options())
     );
     // Exit with the parent: a blocking read of stdin returns when it closes.
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

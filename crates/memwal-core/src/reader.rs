@@ -13,7 +13,7 @@ use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use uuid::Uuid;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::store::{ShardPaths, Store};
 use crate::wal::{self, WalEntry};
@@ -220,7 +220,7 @@ impl WalTailer {
                 .wal_entry_position_last_seen
                 .max(m.replay_after_wal_entry_position),
             Ok(None) => 0,
-            Err(e) if e.code() == crate::ErrorCode::Corrupt => 0,
+            Err(e) if e.code() == ErrorCode::Corrupt => 0,
             Err(e) => return Err(e),
         };
         wal::discover_tip(&self.store, &self.paths, hint).await

@@ -566,28 +566,26 @@ fn check_history(puts: &[PutRecord], required: &BTreeSet<i32>, got: &[i32]) -> V
     v
 }
 
+/// Runs `n` seeds from `base` on (or `MEMWAL_CHAOS_SEED`), each on a fresh backend from
+/// `backend`, and fails listing every violation found.
+async fn acknowledged_puts_survive(backend: fn() -> Backend, base: u64, n: u64) {
+    let mut found = Vec::new();
+    for seed in chaos_seeds(base, n) {
+        found.extend(run_seed(&backend(), seed).await);
+    }
+    assert_no_violations(found);
+}
+
 /// In memory, on one thread with paused time, many seeds of faults and latency.
 #[tokio::test(start_paused = true)]
 async fn acknowledged_puts_survive_a_failing_store_in_memory() {
-    let n = if long() { 300 } else { 12 };
-    let mut found = Vec::new();
-    for seed in chaos_seeds(1, n) {
-        let backend = Backend::memory();
-        found.extend(run_seed(&backend, seed).await);
-    }
-    assert_no_violations(found);
+    acknowledged_puts_survive(Backend::memory, 1, if long() { 300 } else { 12 }).await;
 }
 
 /// The same on the local store (real files, fsync, real time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_puts_survive_a_failing_local_store() {
-    let n = if long() { 8 } else { 1 };
-    let mut found = Vec::new();
-    for seed in chaos_seeds(10_001, n) {
-        let backend = Backend::local();
-        found.extend(run_seed(&backend, seed).await);
-    }
-    assert_no_violations(found);
+    acknowledged_puts_survive(Backend::local, 10_001, if long() { 8 } else { 1 }).await;
 }
 
 /// The history checker itself reports each kind of violation (so a clean run means
@@ -666,8 +664,7 @@ async fn a_lost_ack_whose_read_back_fails_is_retried_not_fenced() {
     let flaky = Forwarding::in_memory(FailWalReads::default());
     let store = flaky.store("flaky");
     let shard = Shard::new(&store);
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([0])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([0])]).await;
     // The next WAL put lands but reports an error; the retry finds the slot taken, and the
     // first two reads of it fail.
     store.faults().set_lost_ack(true);
@@ -678,9 +675,6 @@ async fn a_lost_ack_whose_read_back_fails_is_retried_not_fenced() {
     w.put(vec![batch([3])]).await.unwrap();
     w.abort().await.unwrap();
     shard.assert_recovered([0, 1, 2, 3]).await;
-    assert_eq!(
-        shard.wal_len().await,
-        3,
-        "the lost-ack entry was not written twice"
-    );
+    let entries = shard.wal_len().await;
+    assert_eq!(entries, 3, "the lost-ack entry was not written twice");
 }

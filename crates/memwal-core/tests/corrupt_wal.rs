@@ -340,16 +340,25 @@ fn layout(bytes: &[u8]) -> EntryLayout {
     }
 }
 
+/// On every backend: the baseline with `target` (picked from it) replaced by each of the
+/// `variants` of its bytes recovers exactly the acknowledged rows or fails loudly.
+async fn assert_damage_is_loud(
+    target: impl Fn(&Baseline) -> Path,
+    variants: impl Fn(&Bytes) -> Vec<(String, Bytes)>,
+) {
+    for backend in Backend::all() {
+        let base = Baseline::new(backend).await;
+        let target = target(&base);
+        let variants = variants(&base.bytes_of(&target));
+        assert_no_violations(base.damage(&target, variants).await);
+    }
+}
+
 /// A torn newest WAL entry, cut at many offsets, fails recovery loudly and never loses or
 /// invents a row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_newest_wal_entry_fails_loudly_at_every_offset() {
-    for backend in Backend::all() {
-        let base = Baseline::new(backend).await;
-        let target = base.paths().wal_entry(5);
-        let bytes = base.bytes_of(&target);
-        assert_no_violations(base.damage(&target, truncations(&bytes, 23)).await);
-    }
+    assert_damage_is_loud(|b| b.paths().wal_entry(5), |bytes| truncations(bytes, 23)).await;
 }
 
 /// Bit flips in the newest WAL entry (its length prefix, schema message, checksum and
@@ -357,70 +366,69 @@ async fn a_torn_newest_wal_entry_fails_loudly_at_every_offset() {
 /// recover exactly the acknowledged rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bit_flips_in_the_newest_wal_entry_never_change_recovered_rows() {
-    for backend in Backend::all() {
-        let base = Baseline::new(backend).await;
-        let target = base.paths().wal_entry(5);
-        let bytes = base.bytes_of(&target);
-        let l = layout(&bytes);
-        let mut at = sample(0..bytes.len(), 13);
-        at.extend(every_bit(0..8));
-        at.extend(every_bit(l.checksum_value.clone()));
-        at.extend(sample(l.checksum_key.clone(), 1));
-        at.extend(sample(l.epoch_key.clone(), 1));
-        at.extend(every_bit(l.epoch_key.end..l.epoch_key.end + 8));
-        at.extend(every_bit(l.eos.clone()));
-        at.sort();
-        at.dedup();
-        for (what, range) in [("schema message", &l.schema), ("body", &l.body)] {
-            assert!(
-                at.iter().filter(|(i, _)| range.contains(i)).count() >= 8,
-                "too few flips in the {what}"
-            );
-        }
-        assert_no_violations(base.damage(&target, flips(&bytes, at)).await);
-    }
+    assert_damage_is_loud(
+        |b| b.paths().wal_entry(5),
+        |bytes| {
+            let l = layout(bytes);
+            let mut at = sample(0..bytes.len(), 13);
+            at.extend(every_bit(0..8));
+            at.extend(every_bit(l.checksum_value.clone()));
+            at.extend(sample(l.checksum_key.clone(), 1));
+            at.extend(sample(l.epoch_key.clone(), 1));
+            at.extend(every_bit(l.epoch_key.end..l.epoch_key.end + 8));
+            at.extend(every_bit(l.eos.clone()));
+            at.sort();
+            at.dedup();
+            for (what, range) in [("schema message", &l.schema), ("body", &l.body)] {
+                assert!(
+                    at.iter().filter(|(i, _)| range.contains(i)).count() >= 8,
+                    "too few flips in the {what}"
+                );
+            }
+            flips(bytes, at)
+        },
+    )
+    .await;
 }
 
 /// A damaged entry in the middle of the WAL fails recovery instead of silently ending the
 /// WAL there (which would drop the acknowledged entry after it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_entry_mid_wal_fails_loudly_instead_of_ending_the_wal() {
-    for backend in Backend::all() {
-        let base = Baseline::new(backend).await;
-        let target = base.paths().wal_entry(4);
-        let bytes = base.bytes_of(&target);
-        let l = layout(&bytes);
-        let mut variants = truncations(&bytes, bytes.len() / 5);
-        variants.extend(flips(&bytes, sample(l.body.clone(), 17)));
-        assert_no_violations(base.damage(&target, variants).await);
-    }
+    assert_damage_is_loud(
+        |b| b.paths().wal_entry(4),
+        |bytes| {
+            let mut variants = truncations(bytes, bytes.len() / 5);
+            variants.extend(flips(bytes, sample(layout(bytes).body, 17)));
+            variants
+        },
+    )
+    .await;
 }
 
 /// A damaged generation Parquet file fails every scan that reads it with `Corrupt` naming
 /// the file, or leaves the rows intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_generation_file_fails_loudly() {
-    for backend in Backend::all() {
-        let base = Baseline::new(backend).await;
-        let target = base.generation_file(0);
-        let bytes = base.bytes_of(&target);
-        let mut variants = truncations(&bytes, 97);
-        variants.extend(flips(&bytes, sample(0..bytes.len(), 11)));
-        assert_no_violations(base.damage(&target, variants).await);
-    }
+    assert_damage_is_loud(|b| b.generation_file(0), cuts_and_flips(97, 11)).await;
 }
 
 /// A damaged latest manifest version (cut anywhere, or any bit flipped) fails recovery
 /// with `Corrupt` naming it, or is harmless.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_manifest_version_fails_loudly() {
-    for backend in Backend::all() {
-        let base = Baseline::new(backend).await;
-        let target = base.paths().manifest(3);
-        let bytes = base.bytes_of(&target);
-        let mut variants = truncations(&bytes, 3);
-        variants.extend(flips(&bytes, sample(0..bytes.len(), 3)));
-        assert_no_violations(base.damage(&target, variants).await);
+    assert_damage_is_loud(|b| b.paths().manifest(3), cuts_and_flips(3, 3)).await;
+}
+
+/// Cuts every `cut_stride` bytes, and flips at every `flip_stride`-th byte.
+fn cuts_and_flips(
+    cut_stride: usize,
+    flip_stride: usize,
+) -> impl Fn(&Bytes) -> Vec<(String, Bytes)> {
+    move |bytes| {
+        let mut variants = truncations(bytes, cut_stride);
+        variants.extend(flips(bytes, sample(0..bytes.len(), flip_stride)));
+        variants
     }
 }
 
@@ -487,10 +495,7 @@ async fn leftover_staging_files_are_ignored() {
         plant_staging_files(&b, &base).await;
         assert_no_violations(base.recover(&b, "<nothing published is damaged>").await);
 
-        let shard = Shard {
-            store: b.store.clone(),
-            id: base.shard,
-        };
+        let shard = Shard::at(&b.store, base.shard);
         let w = shard.open(durable()).await;
         assert_eq!(w.epoch(), 3, "the recover() writer took epoch 2");
         w.put(vec![batch([20, 21])]).await.unwrap();

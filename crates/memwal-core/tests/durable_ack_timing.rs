@@ -51,27 +51,19 @@ async fn every_durable_ack_comes_after_its_entry_is_durable() {
         ..durable()
     };
     let w = Arc::new(open(&store, shard, config).await);
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            let w = w.clone();
-            tokio::spawn(async move {
-                let mut acks = Vec::new();
-                for i in 0..25 {
-                    let id = t * 100 + i;
-                    w.put(vec![batch([id])]).await.unwrap();
-                    acks.push((id, Instant::now()));
-                    if i % 10 == 9 {
-                        w.force_seal_active().await.unwrap();
-                    }
-                }
-                acks
-            })
-        })
-        .collect();
-    let mut acks = Vec::new();
-    for t in tasks {
-        acks.extend(t.await.unwrap());
-    }
+    let writer = w.clone();
+    let acks = run_callers(16, 25, move |id| {
+        let w = writer.clone();
+        async move {
+            w.put(vec![batch([id])]).await.unwrap();
+            let acked = Instant::now();
+            if id % 10 == 9 {
+                w.force_seal_active().await.unwrap();
+            }
+            (id, acked)
+        }
+    })
+    .await;
     w.close().await.unwrap();
     // Which entry holds each row.
     let tailer = memwal_core::WalTailer::open(store.clone(), shard)

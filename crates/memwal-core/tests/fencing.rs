@@ -5,19 +5,15 @@
 
 mod support;
 
+use memwal_core::Store;
 use memwal_core::wal::entry::{encode_entry, encode_sentinel};
-use memwal_core::{FenceReason, WriterConfig};
 use support::*;
 
 // Reference §8.2 scenario 25 (WAL-only config, as in the reference).
 #[tokio::test]
 async fn check_fenced_detects_a_successor_claim() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            enable_memtable: false,
-            ..durable()
-        };
+    for (_backend, shard) in each_backend() {
+        let config = durable().with(|c| c.enable_memtable = false);
         let a = shard.open(config.clone()).await;
         a.check_fenced().await.unwrap();
         let b = shard.open(config).await;
@@ -31,16 +27,16 @@ async fn check_fenced_detects_a_successor_claim() {
 // manifest still sees a peer's later claim.
 #[tokio::test]
 async fn check_fenced_reads_storage_even_after_a_recent_manifest_read() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let a = shard.open(durable()).await;
     let warm = a.manifest().await.unwrap().unwrap();
     assert_eq!(warm.writer_epoch, a.epoch());
     a.check_fenced().await.unwrap();
     let b = shard.open(durable()).await;
     assert_peer_claimed(&a.check_fenced().await.unwrap_err());
+    let seen = a.manifest().await.unwrap().unwrap().writer_epoch;
     assert_eq!(
-        a.manifest().await.unwrap().unwrap().writer_epoch,
+        seen,
         b.epoch(),
         "the writer's manifest read is not cached either"
     );
@@ -50,22 +46,17 @@ async fn check_fenced_reads_storage_even_after_a_recent_manifest_read() {
 // (reference §10.18): close reports `PeerClaimedEpoch`, not a flattened I/O error.
 #[tokio::test]
 async fn close_of_a_stale_writer_reports_the_fence() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![rows(0, 10)]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [rows(0, 10)]).await;
         let b = shard.open(durable()).await;
-        let e = a.close().await.unwrap_err();
-        assert_peer_claimed(&e);
-        assert!(e.to_string().contains("Writer fenced"), "{e}");
+        assert_peer_claimed(&a.close().await.unwrap_err());
         // The stale writer published nothing; the successor owns A's durable rows.
         assert!(shard.manifest().await.flushed_generations.is_empty());
-        assert_eq!(ids(&b.scan().await.unwrap()), (0..10).collect::<Vec<_>>());
-        b.close().await.unwrap();
+        assert_eq!(scanned_ids(&b).await, (0..10).collect::<Vec<_>>());
+        shard.close_and_assert_recovered(b, 0..10).await;
         let m = shard.manifest().await;
         assert_eq!(m.flushed_generations.len(), 1, "{}", backend.name);
         assert_eq!(m.writer_epoch, 2);
-        shard.assert_recovered(0..10).await;
     }
 }
 
@@ -74,43 +65,52 @@ async fn close_of_a_stale_writer_reports_the_fence() {
 // frozen MemTable is kept in memory, unpublished, and the drain reports the fence.
 #[tokio::test]
 async fn a_frozen_memtable_of_a_stale_writer_is_kept_and_not_published() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let one = memwal_core::batch_store::estimated_batch_bytes(&rows(0, 10));
-        let config = WriterConfig {
-            max_memtable_size: 2 * one - 1,
-            ..durable()
-        };
-        let a = shard.open(config.clone()).await;
+        let config = durable().with(|c| c.max_memtable_size = 2 * one - 1);
+        let a = shard.open(config).await;
         let initial = a.memtable_stats().unwrap().generation;
         a.put(vec![rows(0, 10)]).await.unwrap();
         let b = shard.open(durable()).await;
         // This put freezes generation `initial` first (it would not fit), then fails on its
         // own append, which hits B's sentinel.
-        let e = a.put(vec![rows(10, 10)]).await.unwrap_err();
-        assert_peer_claimed(&e);
+        assert_peer_claimed(&a.put(vec![rows(10, 10)]).await.unwrap_err());
         assert_peer_claimed(&a.wait_for_flush_drain().await.unwrap_err());
         let s = a.memtable_stats().unwrap();
         assert_eq!(s.generation, initial + 1);
         assert_eq!(s.frozen_memtable_count, 1, "{}", backend.name);
         assert!(s.frozen_estimated_bytes > 0);
         assert!(shard.manifest().await.flushed_generations.is_empty());
-        b.close().await.unwrap();
-        shard.assert_recovered(0..10).await;
+        shard.close_and_assert_recovered(b, 0..10).await;
     }
 }
 
 // Reference §2.9: `force_seal_active` checks the manifest first.
 #[tokio::test]
 async fn force_seal_of_a_stale_writer_fails_without_freezing() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let a = shard.open(non_durable()).await;
-    a.put(vec![rows(0, 3)]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let a = shard.open_and_put(non_durable(), [rows(0, 3)]).await;
     let _b = shard.open(durable()).await;
     assert_peer_claimed(&a.force_seal_active().await.unwrap_err());
     let s = a.memtable_stats().unwrap();
     assert_eq!((s.frozen_memtable_count, s.row_count), (0, 3));
+}
+
+// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
+// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
+// caused by the batch limit rather than `force_seal_active`).
+#[tokio::test]
+async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
+    for (_backend, shard) in each_backend() {
+        let config = durable().with(|c| c.max_memtable_batches = 1);
+        let a = shard.open(config).await;
+        let r = a.put(vec![batch([1])]).await.unwrap();
+        assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
+        a.wait_for_flush_drain().await.unwrap();
+        let b = shard.open(durable()).await;
+        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
+        shard.close_and_assert_recovered(b, [1]).await;
+    }
 }
 
 // A fence seen by `check_fenced` or `force_seal_active` is latched like one seen by an
@@ -118,10 +118,8 @@ async fn force_seal_of_a_stale_writer_fails_without_freezing() {
 #[tokio::test]
 async fn a_fence_seen_by_check_fenced_or_force_seal_is_latched() {
     for seal in [false, true] {
-        let backend = Backend::memory();
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(non_durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+        let (_backend, shard) = Backend::memory().with_shard();
+        let a = shard.open_and_put(non_durable(), [batch([1])]).await;
         let b = shard.open(durable()).await;
         let seen = if seal {
             a.force_seal_active().await.unwrap_err()
@@ -133,8 +131,7 @@ async fn a_fence_seen_by_check_fenced_or_force_seal_is_latched() {
         assert_peer_claimed(&a.put_no_wait(vec![batch([3])]).await.unwrap_err());
         assert_peer_claimed(&a.scan().await.unwrap_err());
         assert_peer_claimed(&a.flush().await.unwrap_err());
-        b.close().await.unwrap();
-        shard.assert_recovered(Vec::new()).await;
+        shard.close_and_assert_recovered(b, []).await;
     }
 }
 
@@ -142,10 +139,8 @@ async fn a_fence_seen_by_check_fenced_or_force_seal_is_latched() {
 // durable fails with the fence, and none of them reaches the successor.
 #[tokio::test]
 async fn a_stale_non_durable_writer_cannot_make_rows_durable() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(non_durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (_backend, shard) in each_backend() {
+        let a = shard.open_and_put(non_durable(), [batch([1])]).await;
         a.flush().await.unwrap();
         let b = shard.open(durable()).await;
         a.put(vec![batch([2])]).await.unwrap();
@@ -154,8 +149,7 @@ async fn a_stale_non_durable_writer_cannot_make_rows_durable() {
         assert_peer_claimed(&a.scan().await.unwrap_err());
         assert_peer_claimed(&a.put(vec![batch([3])]).await.unwrap_err());
         b.put(vec![batch([4])]).await.unwrap();
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 4]).await;
+        shard.close_and_assert_recovered(b, [1, 4]).await;
     }
 }
 
@@ -163,34 +157,21 @@ async fn a_stale_non_durable_writer_cannot_make_rows_durable() {
 // with the same reason, with no I/O); after the store heals, a reopened writer works.
 #[tokio::test]
 async fn a_poisoned_writer_recovers_by_reopening() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let faults = backend.store.faults();
-        let config = WriterConfig {
-            max_wal_persist_retries: 1,
-            ..durable()
-        };
-        let a = shard.open(config.clone()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+        let config = durable().with(|c| c.max_wal_persist_retries = 1);
+        let a = shard.open_and_put(config.clone(), [batch([1])]).await;
         faults.fail_wal_puts(u64::MAX);
-        let e = a.put(vec![batch([2])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-        assert!(
-            e.to_string()
-                .starts_with("Writer fenced (persistence failure): "),
-            "{e}"
-        );
+        assert_persistence_failure(&a.put(vec![batch([2])]).await.unwrap_err());
         let attempts = faults.wal_put_attempts();
-        let e = a.put(vec![batch([3])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert_persistence_failure(&a.put(vec![batch([3])]).await.unwrap_err());
         assert_eq!(faults.wal_put_attempts(), attempts, "failed fast");
         drop(a);
         faults.recover();
         let b = shard.open(config).await;
-        assert_eq!(ids(&b.scan().await.unwrap()), vec![1], "{}", backend.name);
+        assert_eq!(scanned_ids(&b).await, vec![1], "{}", backend.name);
         b.put(vec![batch([4])]).await.unwrap();
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 4]).await;
+        shard.close_and_assert_recovered(b, [1, 4]).await;
     }
 }
 
@@ -198,22 +179,19 @@ async fn a_poisoned_writer_recovers_by_reopening() {
 // writer but the last is fenced.
 #[tokio::test]
 async fn ownership_hands_over_along_a_chain_of_writers() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (_backend, shard) in each_backend() {
         let mut writers = Vec::new();
         for i in 0..4 {
-            let w = shard.open(durable()).await;
+            let w = shard.open_and_put(durable(), [batch([i])]).await;
             assert_eq!(w.epoch(), i as u64 + 1);
-            w.put(vec![batch([i])]).await.unwrap();
             writers.push(w);
         }
         let last = writers.pop().unwrap();
         for w in &writers {
             assert_peer_claimed(&w.put(vec![batch([100])]).await.unwrap_err());
         }
-        assert_eq!(ids(&last.scan().await.unwrap()), vec![0, 1, 2, 3]);
-        last.close().await.unwrap();
-        shard.assert_recovered(0..4).await;
+        assert_eq!(scanned_ids(&last).await, vec![0, 1, 2, 3]);
+        shard.close_and_assert_recovered(last, 0..4).await;
     }
 }
 
@@ -221,10 +199,8 @@ async fn ownership_hands_over_along_a_chain_of_writers() {
 // `PeerClaimedEpoch`, and only the highest epoch can write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_opens_claim_distinct_epochs() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let seed = shard.open(durable()).await;
-        seed.put(vec![batch([0])]).await.unwrap();
+    for (_backend, shard) in each_backend() {
+        let seed = shard.open_and_put(durable(), [batch([0])]).await;
         let opens = (0..6).map(|_| {
             let shard = shard.clone();
             tokio::spawn(async move { shard.try_open(durable()).await })
@@ -253,34 +229,10 @@ async fn concurrent_opens_claim_distinct_epochs() {
         }
         assert_peer_claimed(&seed.put(vec![batch([99])]).await.unwrap_err());
         let winner = opened.into_iter().find(|w| w.epoch() == top).unwrap();
-        let got = ids(&winner.scan().await.unwrap());
+        let got = scanned_ids(&winner).await;
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0], 0);
-        winner.close().await.unwrap();
-        shard.assert_recovered(got).await;
-    }
-}
-
-// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
-// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
-// caused by the batch limit rather than `force_seal_active`).
-#[tokio::test]
-async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_batches: 1,
-            ..durable()
-        };
-        let a = shard.open(config).await;
-        let r = a.put(vec![batch([1])]).await.unwrap();
-        assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
-        a.wait_for_flush_drain().await.unwrap();
-        let b = shard.open(durable()).await;
-        let e = a.put(vec![batch([2])]).await.unwrap_err();
-        assert_peer_claimed(&e);
-        b.close().await.unwrap();
-        shard.assert_recovered([1]).await;
+        shard.close_and_assert_recovered(winner, got).await;
     }
 }
 
@@ -289,14 +241,14 @@ async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
 #[tokio::test]
 async fn named_memory_stores_are_shared_between_writers() {
     let name = format!("fencing-{}", uuid::Uuid::new_v4());
-    let s1 = memwal_core::Store::named_memory(&name);
-    let s2 = memwal_core::Store::from_uri(&format!("memory://{name}")).unwrap();
-    let shard_id = uuid::Uuid::new_v4();
-    let a = open(&s1, shard_id, durable()).await;
-    a.put(vec![batch([1])]).await.unwrap();
-    let b = open(&s2, shard_id, durable()).await;
+    let shard = Shard::new(&Store::named_memory(&name));
+    let a = shard.open_and_put(durable(), [batch([1])]).await;
+    let b = shard
+        .through(Store::from_uri(&format!("memory://{name}")).unwrap())
+        .open(durable())
+        .await;
     assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
-    assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
+    assert_eq!(scanned_ids(&b).await, vec![1]);
     b.close().await.unwrap();
 }
 
@@ -307,11 +259,8 @@ async fn named_memory_stores_are_shared_between_writers() {
 // winner skips it instead of poisoning itself. (Seen as a flaky `concurrent_opens_...`.)
 #[tokio::test]
 async fn a_stale_openers_late_sentinel_does_not_poison_the_winner() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        drop(a);
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1])]).await;
         // The loser claims epoch 2 but is slow to write its sentinel.
         let loser = shard
             .manifests()
@@ -321,23 +270,15 @@ async fn a_stale_openers_late_sentinel_does_not_poison_the_winner() {
         let winner = shard.open(durable()).await;
         assert_eq!(winner.epoch(), loser.writer_epoch + 1);
         let next = winner.wal_stats().next_wal_entry_position;
-        let path = backend.store.shard_paths(shard.id).wal_entry(next);
-        backend
-            .plant(&path, encode_sentinel(loser.writer_epoch).unwrap())
-            .await;
+        let sentinel = encode_sentinel(loser.writer_epoch).unwrap();
+        backend.plant_wal_entry(shard.id, next, sentinel).await;
         winner.put(vec![batch([2])]).await.unwrap();
         assert_eq!(winner.wal_stats().next_wal_entry_position, next + 2);
         winner.put(vec![batch([3])]).await.unwrap();
-        winner.close().await.unwrap();
-        shard.assert_recovered([1, 2, 3]).await;
+        shard.close_and_assert_recovered(winner, [1, 2, 3]).await;
         // The next owner replays past both sentinels.
         let c = shard.open(durable()).await;
-        assert_eq!(
-            ids(&c.scan().await.unwrap()),
-            vec![1, 2, 3],
-            "{}",
-            backend.name
-        );
+        assert_eq!(scanned_ids(&c).await, vec![1, 2, 3], "{}", backend.name);
         c.close().await.unwrap();
     }
 }
@@ -347,23 +288,14 @@ async fn a_stale_openers_late_sentinel_does_not_poison_the_winner() {
 // our rows behind someone else's.
 #[tokio::test]
 async fn a_slot_taken_by_lower_epoch_data_still_poisons() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let a = shard.open(durable()).await;
-    a.put(vec![batch([1])]).await.unwrap();
-    drop(a);
+    let (backend, shard) = Backend::memory().with_shard();
+    shard.crash_after(durable(), [batch([1])]).await;
     let w = shard.open(durable()).await;
     let next = w.wal_stats().next_wal_entry_position;
-    let path = backend.store.shard_paths(shard.id).wal_entry(next);
-    backend
-        .plant(&path, encode_entry(1, &[batch([9])]).unwrap())
-        .await;
+    let data = encode_entry(1, &[batch([9])]).unwrap();
+    backend.plant_wal_entry(shard.id, next, data).await;
     let e = w.put(vec![batch([2])]).await.unwrap_err();
-    assert_eq!(
-        e.fence_reason(),
-        Some(FenceReason::PersistenceFailure),
-        "{e}"
-    );
+    assert_persistence_failure(&e);
     assert!(e.to_string().contains("already taken"), "{e}");
 }
 
@@ -371,8 +303,7 @@ async fn a_slot_taken_by_lower_epoch_data_still_poisons() {
 // of what the predecessor left, counted in entries (its own fence sentinel included) and rows.
 #[tokio::test]
 async fn open_stats_split_the_claim_from_the_replay() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let a = shard.open(durable()).await;
         let fresh = a.open_stats();
         assert_eq!((fresh.replayed_entries, fresh.replayed_rows), (0, 0));
@@ -381,12 +312,8 @@ async fn open_stats_split_the_claim_from_the_replay() {
         let b = shard.open(durable()).await;
         let s = b.open_stats();
         assert_eq!(b.wal_stats().fence_sentinel_position, Some(3));
-        assert_eq!(
-            (s.replayed_entries, s.replayed_rows),
-            (3, 3),
-            "{}",
-            backend.name
-        );
+        let replayed = (s.replayed_entries, s.replayed_rows);
+        assert_eq!(replayed, (3, 3), "{}", backend.name);
         assert!(s.claim > std::time::Duration::ZERO, "{s:?}");
         b.close().await.unwrap();
     }

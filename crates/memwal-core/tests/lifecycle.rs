@@ -7,37 +7,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_schema::Schema;
-use memwal_core::{ErrorCode, FenceReason, ShardWriter, WriterConfig};
+use memwal_core::{ErrorCode, ShardWriter};
 use support::*;
 
 // Reference §8.2 scenario 16: close freezes and flushes the active MemTable.
 #[tokio::test]
 async fn close_flushes_the_active_memtable() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_size: u64::MAX,
-            max_unflushed_memtable_bytes: u64::MAX,
-            ..durable()
-        };
+    for (backend, shard) in each_backend() {
+        let config = durable().with(|c| {
+            c.max_memtable_size = u64::MAX;
+            c.max_unflushed_memtable_bytes = u64::MAX;
+        });
         let w = shard.open(config.clone()).await;
         let initial = w.memtable_stats().unwrap().generation;
         for i in 0..50 {
             w.put(vec![batch([i])]).await.unwrap();
         }
         let s = w.memtable_stats().unwrap();
-        assert_eq!(s.generation, initial);
-        assert_eq!(s.row_count, 50);
+        assert_eq!((s.generation, s.row_count), (initial, 50));
         w.close().await.unwrap();
         let m = shard.manifest().await;
         assert!(m.current_generation > initial, "{}", backend.name);
         let w = shard.open(config).await;
-        assert_eq!(
-            w.memtable_stats().unwrap().row_count,
-            0,
-            "nothing to replay"
-        );
-        assert_eq!(ids(&w.scan().await.unwrap()), (0..50).collect::<Vec<_>>());
+        let replayed = w.memtable_stats().unwrap().row_count;
+        assert_eq!(replayed, 0, "nothing to replay");
+        assert_eq!(scanned_ids(&w).await, (0..50).collect::<Vec<_>>());
         w.close().await.unwrap();
     }
 }
@@ -46,38 +40,29 @@ async fn close_flushes_the_active_memtable() {
 // reports that first failure (typed, with the store's message), after joining the tasks.
 #[tokio::test(start_paused = true)]
 async fn close_reports_the_first_failure_and_joins_the_tasks() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (backend, shard) = Backend::memory().with_shard();
     let faults = backend.store.faults();
-    let config = WriterConfig {
-        max_wal_buffer_size: u64::MAX,
-        max_memtable_size: u64::MAX,
-        max_wal_persist_retries: 2,
-        ..non_durable()
-    };
-    let w = shard.open(config).await;
-    w.put(vec![rows(0, 10)]).await.unwrap();
+    let config = non_durable().with(|c| {
+        c.max_wal_buffer_size = u64::MAX;
+        c.max_memtable_size = u64::MAX;
+        c.max_wal_persist_retries = 2;
+    });
+    let w = shard.open_and_put(config, [rows(0, 10)]).await;
     faults.fail_wal_puts(u64::MAX);
     let e = w.close().await.unwrap_err();
-    assert_eq!(
-        e.fence_reason(),
-        Some(FenceReason::PersistenceFailure),
-        "{e}"
-    );
-    let text = e.to_string();
-    assert!(text.contains("WAL persistence failed"), "{text}");
-    assert!(
-        text.contains("injected transient WAL put failure"),
-        "{text}"
-    );
+    assert_persistence_failure(&e);
+    for text in [
+        "WAL persistence failed",
+        "injected transient WAL put failure",
+    ] {
+        assert!(e.to_string().contains(text), "{e}");
+    }
     assert_eq!(faults.wal_put_attempts(), 3);
     // Nothing is left running: no retry happens later, and the writer is closed.
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(faults.wal_put_attempts(), 3);
-    assert_eq!(
-        w.put(vec![rows(0, 1)]).await.unwrap_err().code(),
-        ErrorCode::Closed
-    );
+    let e = w.put(vec![rows(0, 1)]).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed);
     w.abort().await.unwrap();
     assert_eq!(shard.manifest().await.flushed_generations.len(), 0);
 }
@@ -85,8 +70,7 @@ async fn close_reports_the_first_failure_and_joins_the_tasks() {
 // Reference §8.2 scenario 20.
 #[tokio::test]
 async fn force_seal_and_drain_flush_one_generation() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(non_durable()).await;
         let initial = w.memtable_stats().unwrap().generation;
         let before = shard.manifest().await.flushed_generations.len();
@@ -99,16 +83,14 @@ async fn force_seal_and_drain_flush_one_generation() {
         assert_eq!((s.generation, s.batch_count), (initial + 1, 0));
         assert_eq!(s.frozen_memtable_count, 0, "{}", backend.name);
         assert_eq!(shard.manifest().await.flushed_generations.len(), before + 1);
-        w.close().await.unwrap();
-        shard.assert_recovered(0..10).await;
+        shard.close_and_assert_recovered(w, 0..10).await;
     }
 }
 
 // Reference §8.2 scenario 21.
 #[tokio::test]
 async fn force_seal_of_an_empty_memtable_is_a_no_op() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(durable()).await;
     let before = shard.manifest().await;
     w.force_seal_active().await.unwrap();
@@ -122,19 +104,15 @@ async fn force_seal_of_an_empty_memtable_is_a_no_op() {
 // idempotent.
 #[tokio::test]
 async fn abort_discards_without_flushing_and_is_idempotent() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(non_durable()).await;
-        w.put(vec![rows(0, 10)]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let w = shard.open_and_put(non_durable(), [rows(0, 10)]).await;
         let before = shard.manifest().await;
         w.abort().await.unwrap();
         w.abort().await.unwrap();
         assert_eq!(shard.manifest().await, before, "{}", backend.name);
         assert_eq!(shard.wal_len().await, 0);
-        assert_eq!(
-            w.put(vec![batch([1])]).await.unwrap_err().code(),
-            ErrorCode::Closed
-        );
+        let e = w.put(vec![batch([1])]).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed);
         assert_eq!(w.close().await.unwrap_err().code(), ErrorCode::Closed);
         shard.assert_recovered([]).await;
     }
@@ -143,10 +121,8 @@ async fn abort_discards_without_flushing_and_is_idempotent() {
 // Reference §10.22: every call after close rejects with `Closed` (abort stays a no-op).
 #[tokio::test]
 async fn every_call_after_close_is_rejected_as_closed() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let w = shard.open_and_put(durable(), [batch([1])]).await;
     w.close().await.unwrap();
     let errors = [
         w.put(vec![batch([2])]).await.unwrap_err(),
@@ -160,13 +136,11 @@ async fn every_call_after_close_is_rejected_as_closed() {
         w.close().await.unwrap_err(),
     ];
     for e in errors {
-        assert_eq!(e.code(), ErrorCode::Closed, "{e}");
-        assert!(e.to_string().contains("is closed"), "{e}");
+        assert_error(&e, ErrorCode::Closed, "is closed");
     }
     w.abort().await.unwrap();
     // Accessors that read no writer state still work.
-    assert_eq!(w.epoch(), 1);
-    assert_eq!(w.stats().put_count, 1);
+    assert_eq!((w.epoch(), w.stats().put_count), (1, 1));
     shard.assert_recovered([1]).await;
 }
 
@@ -174,11 +148,8 @@ async fn every_call_after_close_is_rejected_as_closed() {
 // non-durable rows do not, and nothing else is written.
 #[tokio::test]
 async fn dropping_an_open_writer_aborts_it() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let w = shard.open(non_durable()).await;
-    w.put(vec![batch([1])]).await.unwrap();
-    drop(w);
+    let (_backend, shard) = Backend::memory().with_shard();
+    shard.crash_after(non_durable(), [batch([1])]).await;
     tokio::task::yield_now().await;
     assert_eq!(shard.wal_len().await, 0);
     assert_eq!(shard.manifest().await.version, 1);
@@ -189,8 +160,7 @@ async fn dropping_an_open_writer_aborts_it() {
 // cancelled puts) and keep serving later ones.
 #[tokio::test]
 async fn the_flush_handler_survives_waiters_that_went_away() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let (_, watcher) = w.put_no_wait(vec![batch([1])]).await.unwrap();
         drop(watcher);
@@ -202,54 +172,47 @@ async fn the_flush_handler_survives_waiters_that_went_away() {
             w.put(vec![batch([i])]).await.unwrap();
         }
         assert_eq!(
-            ids(&w.scan().await.unwrap()),
+            scanned_ids(&w).await,
             vec![1, 2, 3, 4, 5],
             "{}",
             backend.name
         );
-        w.close().await.unwrap();
-        shard.assert_recovered(1..6).await;
+        shard.close_and_assert_recovered(w, 1..6).await;
     }
+}
+
+/// `n` concurrent `wait_for_flush_drain` calls on `w`; their outcomes.
+async fn concurrent_drains(w: &Arc<ShardWriter>, n: usize) -> Vec<memwal_core::Result<()>> {
+    let drains = (0..n).map(|_| {
+        let w = w.clone();
+        tokio::spawn(async move { w.wait_for_flush_drain().await })
+    });
+    let done = futures::future::join_all(drains).await;
+    done.into_iter().map(|r| r.unwrap()).collect()
 }
 
 // Reference §8.5 scenario 89, in memwal's terms: a generation flush's completion is reported
 // once, to every waiter alike; concurrent drains all see the same outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_drains_all_see_the_same_outcome() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_persist_retries: 0,
-        ..non_durable()
-    };
-    let w = Arc::new(shard.open(config).await);
-    w.put(vec![batch([1])]).await.unwrap();
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = non_durable().with(|c| c.max_wal_persist_retries = 0);
+    let w = Arc::new(shard.open_and_put(config, [batch([1])]).await);
     w.force_seal_active().await.unwrap();
-    let drains = (0..4).map(|_| {
-        let w = w.clone();
-        tokio::spawn(async move { w.wait_for_flush_drain().await })
-    });
-    for r in futures::future::join_all(drains).await {
-        r.unwrap().unwrap();
+    for r in concurrent_drains(&w, 4).await {
+        r.unwrap();
     }
     assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
 
     w.put(vec![batch([2])]).await.unwrap();
     backend.store.faults().fail_wal_puts(u64::MAX);
     w.force_seal_active().await.unwrap();
-    let drains = (0..4).map(|_| {
-        let w = w.clone();
-        tokio::spawn(async move { w.wait_for_flush_drain().await })
-    });
-    let errors: Vec<String> = futures::future::join_all(drains)
-        .await
-        .into_iter()
-        .map(|r| {
-            let e = r.unwrap().unwrap_err();
-            assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-            e.to_string()
-        })
-        .collect();
+    let mut errors = Vec::new();
+    for r in concurrent_drains(&w, 4).await {
+        let e = r.unwrap_err();
+        assert_persistence_failure(&e);
+        errors.push(e.to_string());
+    }
     assert!(errors.windows(2).all(|p| p[0] == p[1]), "{errors:?}");
     assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
 }
@@ -257,14 +220,9 @@ async fn concurrent_drains_all_see_the_same_outcome() {
 // Reference §10.8: the ticker makes non-durable rows durable with no further call.
 #[tokio::test(start_paused = true)]
 async fn the_ticker_appends_non_durable_rows_on_its_own() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_flush_interval_ms: Some(100),
-        ..non_durable()
-    };
-    let w = shard.open(config).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let config = non_durable().with(|c| c.max_wal_flush_interval_ms = Some(100));
+    let w = shard.open_and_put(config, [batch([1])]).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(shard.wal_len().await, 0, "not before the tick");
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -283,11 +241,10 @@ async fn the_ticker_appends_non_durable_rows_on_its_own() {
 // until `flush()`, which makes everything written so far durable.
 #[tokio::test(start_paused = true)]
 async fn flush_makes_everything_written_so_far_durable() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(non_durable()).await;
-        w.put(vec![batch([1])]).await.unwrap();
-        w.put(vec![batch([2])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let w = shard
+            .open_and_put(non_durable(), [batch([1]), batch([2])])
+            .await;
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert_eq!(shard.wal_len().await, 0, "{}", backend.name);
         w.flush().await.unwrap();
@@ -302,84 +259,65 @@ async fn flush_makes_everything_written_so_far_durable() {
 // Reference §8.2 scenario 43.
 #[tokio::test]
 async fn no_backpressure_under_the_threshold() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_unflushed_memtable_bytes: 1 << 20,
-        ..non_durable()
-    };
-    let w = shard.open(config).await;
-    for i in 0..10 {
-        w.put(vec![batch([i])]).await.unwrap();
-    }
+    let (_backend, shard) = Backend::memory().with_shard();
+    let config = non_durable().with(|c| c.max_unflushed_memtable_bytes = 1 << 20);
+    let w = shard.open_and_put(config, batch_per_id(0..10)).await;
     let s = w.stats();
-    assert_eq!(s.backpressure_events, 0);
-    assert_eq!(s.backpressure_wait, Duration::ZERO);
+    assert_eq!(
+        (s.backpressure_events, s.backpressure_wait),
+        (0, Duration::ZERO)
+    );
     assert_eq!(w.memtable_stats().unwrap().frozen_memtable_count, 0);
     w.close().await.unwrap();
 }
 
 // Reference §8.2 scenario 44: over the threshold, a put waits (it never fails for pressure)
-// until generation flushes bring the unflushed bytes back under it.
+// until generation flushes bring the unflushed bytes back under it; and in WAL-only mode
+// (reference §2.8), backpressure on the pending queue triggers an append and waits for it.
 #[tokio::test]
-async fn backpressure_waits_for_generation_flushes_and_never_fails() {
-    for (backend, config) in [
-        (Backend::local(), non_durable()),
-        (Backend::memory(), durable()),
+async fn backpressure_waits_for_flushes_and_never_fails() {
+    let wal_only = |c: &mut memwal_core::WriterConfig| {
+        c.enable_memtable = false;
+        c.max_wal_buffer_size = u64::MAX;
+    };
+    for (backend, config, puts, generations, wal_entries) in [
+        (Backend::local(), non_durable(), 5, 4, None),
+        (Backend::memory(), durable(), 5, 4, None),
+        (
+            Backend::memory(),
+            non_durable().with(wal_only),
+            4,
+            0,
+            Some(3),
+        ),
     ] {
         let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_unflushed_memtable_bytes: 100,
-            ..config
-        };
-        let w = shard.open(config).await;
-        for i in 0..5 {
-            w.put(vec![rows(i * 10, 10)]).await.unwrap();
-        }
+        let config = config.with(|c| c.max_unflushed_memtable_bytes = 100);
+        let w = shard
+            .open_and_put(config, (0..puts).map(|i| rows(i * 10, 10)))
+            .await;
         // Every put after the first found the previous one's bytes unflushed.
-        assert_eq!(w.stats().backpressure_events, 4, "{}", backend.name);
-        assert_eq!(shard.manifest().await.flushed_generations.len(), 4);
-        w.close().await.unwrap();
-        shard.assert_recovered(0..50).await;
+        assert_eq!(
+            w.stats().backpressure_events,
+            puts as u64 - 1,
+            "{}",
+            backend.name
+        );
+        let m = shard.manifest().await;
+        assert_eq!(m.flushed_generations.len(), generations);
+        if let Some(n) = wal_entries {
+            assert_eq!(shard.wal_len().await, n);
+        }
+        shard.close_and_assert_recovered(w, 0..puts * 10).await;
     }
-}
-
-// Reference §2.8 (WAL-only): backpressure on the pending queue triggers an append and waits
-// for it.
-#[tokio::test]
-async fn wal_only_backpressure_waits_for_the_queue_to_drain() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        enable_memtable: false,
-        max_wal_buffer_size: u64::MAX,
-        max_unflushed_memtable_bytes: 100,
-        ..non_durable()
-    };
-    let w = shard.open(config).await;
-    for i in 0..4 {
-        w.put(vec![rows(i * 10, 10)]).await.unwrap();
-    }
-    assert_eq!(w.stats().backpressure_events, 3);
-    assert_eq!(shard.wal_len().await, 3);
-    w.close().await.unwrap();
-    shard.assert_recovered(0..40).await;
 }
 
 // Close waits for every generation frozen before it, in order.
 #[tokio::test]
 async fn close_waits_for_every_frozen_generation() {
-    let backend = Backend::local();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_memtable_batches: 1,
-        ..non_durable()
-    };
-    let w = shard.open(config).await;
-    for i in 0..20 {
-        w.put(vec![batch([i])]).await.unwrap();
-    }
-    w.close().await.unwrap();
+    let (_backend, shard) = Backend::local().with_shard();
+    let config = non_durable().with(|c| c.max_memtable_batches = 1);
+    shard.close_after(config, batch_per_id(0..20)).await;
     let m = shard.manifest().await;
     let gens: Vec<u64> = m.flushed_generations.iter().map(|g| g.generation).collect();
     assert_eq!(gens, (1..=20).collect::<Vec<_>>());
@@ -390,10 +328,8 @@ async fn close_waits_for_every_frozen_generation() {
 // Statistics after a mixed workload (reference §1.8).
 #[tokio::test]
 async fn stats_count_puts_appends_and_generation_flushes() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let w = shard.open(durable()).await;
-    w.put(vec![rows(0, 3)]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let w = shard.open_and_put(durable(), [rows(0, 3)]).await;
     w.put(vec![rows(3, 2), rows(5, 1)]).await.unwrap();
     w.force_seal_active().await.unwrap();
     w.wait_for_flush_drain().await.unwrap();
@@ -415,33 +351,20 @@ async fn stats_count_puts_appends_and_generation_flushes() {
 // Config and schema are checked before anything is written (reference §7).
 #[tokio::test]
 async fn an_invalid_config_or_schema_fails_open_without_writing() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (backend, shard) = Backend::memory().with_shard();
     let cases = [
-        WriterConfig {
-            max_memtable_batches: 0,
-            ..durable()
-        },
-        WriterConfig {
-            max_wal_flush_interval_ms: Some(0),
-            ..durable()
-        },
-        WriterConfig {
-            max_unflushed_memtable_bytes: 0,
-            ..durable()
-        },
+        durable().with(|c| c.max_memtable_batches = 0),
+        durable().with(|c| c.max_wal_flush_interval_ms = Some(0)),
+        durable().with(|c| c.max_unflushed_memtable_bytes = 0),
     ];
     for config in cases {
         let e = shard.try_open(config).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
     }
-    let e = ShardWriter::open(
-        backend.store.clone(),
-        Arc::new(Schema::empty()),
-        on(shard.id, durable()),
-    )
-    .await
-    .unwrap_err();
+    let empty = Arc::new(Schema::empty());
+    let e = ShardWriter::open(backend.store.clone(), empty, on(shard.id, durable()))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     assert!(backend.store.list_shards().await.unwrap().is_empty());
 }

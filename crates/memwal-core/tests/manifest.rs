@@ -65,8 +65,7 @@ fn probed() -> (Arc<ProbedStore>, Store) {
 // and every later claim carries the other fields over.
 #[tokio::test]
 async fn the_first_claim_initializes_the_shard() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let m = shard.manifest().await;
         assert_eq!((m.version, m.writer_epoch), (1, 1), "{}", backend.name);
@@ -97,8 +96,7 @@ async fn the_first_claim_initializes_the_shard() {
 // Reference §8.6 scenario 100: a reader holds no manifest cache; it sees later commits.
 #[tokio::test]
 async fn a_reader_observes_later_commits() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let r = ShardReader::open(backend.store.clone(), shard.id)
             .await
@@ -120,8 +118,7 @@ async fn a_reader_observes_later_commits() {
 // rebuilt on top of it; neither change is lost.
 #[tokio::test]
 async fn a_commit_builds_on_a_concurrent_commit_of_the_same_epoch() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (backend, shard) = Backend::memory().with_shard();
     let h1 = shard.manifests();
     let h2 = ManifestStore::new(backend.store.clone(), backend.store.shard_paths(shard.id));
     let claimed = h1.claim_epoch(&schema(), "w").await.unwrap();
@@ -161,8 +158,7 @@ async fn a_commit_builds_on_a_concurrent_commit_of_the_same_epoch() {
 // sequence; `commit_update` always writes the successor of the version it read.
 #[tokio::test]
 async fn a_commit_always_writes_the_successor_version() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let h = shard.manifests();
     let claimed = h.claim_epoch(&schema(), "w").await.unwrap();
     let m = h
@@ -190,8 +186,7 @@ async fn a_commit_always_writes_the_successor_version() {
 // A commit by an older epoch fails with `PeerClaimedEpoch` and writes nothing.
 #[tokio::test]
 async fn a_commit_of_a_fenced_epoch_writes_nothing() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let h = shard.manifests();
     let old = h.claim_epoch(&schema(), "a").await.unwrap();
     let new = h.claim_epoch(&schema(), "b").await.unwrap();

@@ -232,27 +232,27 @@ fn long() -> bool {
     long_run("MEMWAL_POWER_LOSS_LONG")
 }
 
-// Every sequence of up to 3 (long: 4) operations, crashing at every persistence point, for a
-// durable writer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn durable_acknowledgements_survive_power_loss_at_every_sync() {
+/// Every sequence of up to 3 (long: 4) of `ops`, crashing at every persistence point
+/// (dropping what was not synced), recovers every acknowledged row.
+async fn every_sequence_survives_power_loss(ops: &[Op], durable: bool) {
     let len = if long() { 4 } else { 3 };
     let mut found = Vec::new();
-    for ops in sequences(&[Op::Put, Op::Seal, Op::Failover, Op::Reopen], len) {
-        found.extend(crash_everywhere(&ops, true, true, &[CrashMode::DropUnsynced]).await);
+    for ops in sequences(ops, len) {
+        found.extend(crash_everywhere(&ops, durable, true, &[CrashMode::DropUnsynced]).await);
     }
     assert_no_violations(found);
+}
+
+// Every sequence for a durable writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_acknowledgements_survive_power_loss_at_every_sync() {
+    every_sequence_survives_power_loss(&[Op::Put, Op::Seal, Op::Failover, Op::Reopen], true).await;
 }
 
 // The same for non-durable puts made durable by flush, a generation flush or close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushed_non_durable_puts_survive_power_loss_at_every_sync() {
-    let len = if long() { 4 } else { 3 };
-    let mut found = Vec::new();
-    for ops in sequences(&[Op::Put, Op::Flush, Op::Seal, Op::Reopen], len) {
-        found.extend(crash_everywhere(&ops, false, true, &[CrashMode::DropUnsynced]).await);
-    }
-    assert_no_violations(found);
+    every_sequence_survives_power_loss(&[Op::Put, Op::Flush, Op::Seal, Op::Reopen], false).await;
 }
 
 // File systems may persist part of what was not synced (ALICE): random subsets of unsynced

@@ -6,36 +6,28 @@ mod support;
 
 use bytes::Bytes;
 use memwal_core::wal::entry::encode_entry;
-use memwal_core::{ErrorCode, FenceReason, WriterConfig};
+use memwal_core::{ErrorCode, ShardReader};
 use support::*;
 
 // Reference §8.2 scenario 27.
 #[tokio::test]
 async fn replay_recovers_unflushed_durable_writes() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![rows(0, 5)]).await.unwrap();
-        a.put(vec![rows(5, 3)]).await.unwrap();
-        drop(a); // a crash: no close
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [rows(0, 5), rows(5, 3)]).await;
         let b = shard.open(durable()).await;
         let s = b.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.batch_count), (8, 2), "{}", backend.name);
-        assert_eq!(
-            s.pending_wal_batch_count, 0,
-            "replayed rows are already in the WAL"
-        );
-        assert_eq!(ids(&b.scan().await.unwrap()), (0..8).collect::<Vec<_>>());
-        b.close().await.unwrap();
-        shard.assert_recovered(0..8).await;
+        let pending = s.pending_wal_batch_count;
+        assert_eq!(pending, 0, "replayed rows are already in the WAL");
+        assert_eq!(scanned_ids(&b).await, (0..8).collect::<Vec<_>>());
+        shard.close_and_assert_recovered(b, 0..8).await;
     }
 }
 
 // Reference §8.2 scenario 28.
 #[tokio::test]
 async fn replay_is_a_no_op_on_a_fresh_shard() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (_backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let s = w.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.batch_count, s.generation), (0, 0, 1));
@@ -49,11 +41,8 @@ async fn replay_is_a_no_op_on_a_fresh_shard() {
 // the cursor; replay follows the cursor, not the list.
 #[tokio::test]
 async fn replay_follows_the_cursor_after_an_external_compaction() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![rows(0, 5)]).await.unwrap();
-        a.close().await.unwrap();
+    for (backend, shard) in each_backend() {
+        shard.close_after(durable(), [rows(0, 5)]).await;
         let m = shard.manifest().await;
         assert!(m.replay_after_wal_entry_position >= 1);
         assert_eq!(m.flushed_generations.len(), 1);
@@ -76,12 +65,9 @@ async fn replay_follows_the_cursor_after_an_external_compaction() {
         let s = b.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.batch_count), (0, 0), "{}", backend.name);
         assert!(b.scan().await.unwrap().is_empty());
-        b.close().await.unwrap();
-        assert_eq!(
-            shard.manifest().await.replay_after_wal_entry_position,
-            m.replay_after_wal_entry_position
-        );
-        shard.assert_recovered([]).await;
+        shard.close_and_assert_recovered(b, []).await;
+        let cursor = shard.manifest().await.replay_after_wal_entry_position;
+        assert_eq!(cursor, m.replay_after_wal_entry_position);
     }
 }
 
@@ -89,21 +75,15 @@ async fn replay_follows_the_cursor_after_an_external_compaction() {
 // claimed the shard during the open; the open aborts with `PeerClaimedEpoch`.
 #[tokio::test]
 async fn an_entry_from_a_higher_epoch_aborts_open() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        drop(a);
-        let path = backend.store.shard_paths(shard.id).wal_entry(2);
-        backend
-            .plant(&path, encode_entry(100, &[batch([2])]).unwrap())
-            .await;
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1])]).await;
+        let entry = encode_entry(100, &[batch([2])]).unwrap();
+        backend.plant_wal_entry(shard.id, 2, entry).await;
         let e = shard.try_open(durable()).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        let text = e.to_string();
-        assert!(text.contains("WAL replay aborted"), "{text}");
-        assert!(text.contains("fenced"), "{text}");
-        assert!(text.contains("writer_epoch 100"), "{text}");
+        assert_peer_claimed(&e);
+        for text in ["WAL replay aborted", "fenced", "writer_epoch 100"] {
+            assert!(e.to_string().contains(text), "{e}");
+        }
     }
 }
 
@@ -111,21 +91,15 @@ async fn an_entry_from_a_higher_epoch_aborts_open() {
 // gives the same rows, and closing a replayed writer adds no data entry to the WAL.
 #[tokio::test]
 async fn replayed_rows_are_never_appended_again() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![rows(0, 2)]).await.unwrap();
-        a.put(vec![rows(2, 2)]).await.unwrap();
-        drop(a);
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [rows(0, 2), rows(2, 2)]).await;
         for _ in 0..2 {
             let w = shard.open(durable()).await;
-            assert_eq!(ids(&w.scan().await.unwrap()), vec![0, 1, 2, 3]);
-            drop(w);
+            assert_eq!(scanned_ids(&w).await, vec![0, 1, 2, 3]);
         }
         let data_entries = shard.wal_entries().await;
         assert_eq!(data_entries.len(), 2, "only sentinels were added");
-        let w = shard.open(durable()).await;
-        w.close().await.unwrap();
+        shard.close_after(durable(), []).await;
         assert_eq!(shard.wal_entries().await, data_entries, "{}", backend.name);
         shard.assert_recovered(0..4).await;
         // The close flushed the replayed rows as a generation covering both entries.
@@ -138,18 +112,14 @@ async fn replayed_rows_are_never_appended_again() {
 // Reference §5: a fully flushed close followed by a reopen replays nothing.
 #[tokio::test]
 async fn a_clean_close_leaves_nothing_to_replay() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![rows(0, 3)]).await.unwrap();
-        a.close().await.unwrap();
+    for (backend, shard) in each_backend() {
+        shard.close_after(durable(), [rows(0, 3)]).await;
         let b = shard.open(durable()).await;
         let s = b.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.frozen_memtable_count), (0, 0));
         assert_eq!(s.generation, 2, "{}", backend.name);
-        assert_eq!(ids(&b.scan().await.unwrap()), vec![0, 1, 2]);
-        b.close().await.unwrap();
-        shard.assert_recovered(0..3).await;
+        assert_eq!(scanned_ids(&b).await, vec![0, 1, 2]);
+        shard.close_and_assert_recovered(b, 0..3).await;
     }
 }
 
@@ -157,10 +127,8 @@ async fn a_clean_close_leaves_nothing_to_replay() {
 // from the WAL.
 #[tokio::test]
 async fn replay_starts_after_the_last_flushed_generation() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [batch([1])]).await;
         a.force_seal_active().await.unwrap();
         a.wait_for_flush_drain().await.unwrap();
         a.put(vec![batch([2])]).await.unwrap();
@@ -169,9 +137,8 @@ async fn replay_starts_after_the_last_flushed_generation() {
         let b = shard.open(durable()).await;
         let s = b.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.generation), (1, 2), "{}", backend.name);
-        assert_eq!(ids(&b.scan().await.unwrap()), vec![1, 2]);
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
+        assert_eq!(scanned_ids(&b).await, vec![1, 2]);
+        shard.close_and_assert_recovered(b, [1, 2]).await;
     }
 }
 
@@ -179,17 +146,13 @@ async fn replay_starts_after_the_last_flushed_generation() {
 // wrote it, and skips every sentinel.
 #[tokio::test]
 async fn replay_spans_entries_of_several_epochs() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        let b = shard.open(durable()).await;
-        b.put(vec![batch([2])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [batch([1])]).await;
+        shard.crash_after(durable(), [batch([2])]).await;
         drop(a);
-        drop(b);
         let c = shard.open(durable()).await;
         assert_eq!(c.epoch(), 3);
-        assert_eq!(ids(&c.scan().await.unwrap()), vec![1, 2]);
+        assert_eq!(scanned_ids(&c).await, vec![1, 2]);
         c.put(vec![batch([3])]).await.unwrap();
         c.close().await.unwrap();
         let epochs: Vec<u64> = shard.wal_entries().await.iter().map(|e| e.1).collect();
@@ -202,31 +165,24 @@ async fn replay_spans_entries_of_several_epochs() {
 // and an entry larger than a whole MemTable (written with a larger capacity) still replays.
 #[tokio::test]
 async fn replay_rotates_when_memtables_fill_up() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        for i in 0..5 {
-            a.put(vec![batch([i])]).await.unwrap();
-        }
+    for (backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), batch_per_id(0..5)).await;
         // One entry of 4 batches.
-        a.put((10..14).map(|i| batch([i])).collect()).await.unwrap();
+        a.put(batch_per_id(10..14).collect()).await.unwrap();
         drop(a);
-        let small = WriterConfig {
-            max_memtable_batches: 2,
-            ..durable()
-        };
+        let small = durable().with(|c| c.max_memtable_batches = 2);
         let b = shard.open(small).await;
         let s = b.memtable_stats().unwrap();
         assert!(s.generation > 1, "{}: replay rotated ({s:?})", backend.name);
         let expected: Vec<i32> = (0..5).chain(10..14).collect();
-        assert_eq!(ids(&b.scan().await.unwrap()), expected);
+        assert_eq!(scanned_ids(&b).await, expected);
         b.put(vec![batch([20])]).await.unwrap();
         b.close().await.unwrap();
         let m = shard.manifest().await;
         assert!(m.flushed_generations.len() >= 4, "{m:?}");
-        let mut all = expected.clone();
-        all.push(20);
-        shard.assert_recovered(all).await;
+        shard
+            .assert_recovered(expected.into_iter().chain([20]))
+            .await;
         assert_eq!(shard.wal_entries().await.len(), 7, "nothing re-appended");
     }
 }
@@ -235,40 +191,31 @@ async fn replay_rotates_when_memtables_fill_up() {
 // larger than it (an entry is never split).
 #[tokio::test]
 async fn replay_rotates_at_the_size_limit() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let a = shard.open(durable()).await;
-    for i in 0..6 {
-        a.put(vec![rows(i * 10, 10)]).await.unwrap();
-    }
-    drop(a);
+    let (_backend, shard) = Backend::memory().with_shard();
+    let puts = (0..6).map(|i| rows(i * 10, 10));
+    shard.crash_after(durable(), puts).await;
     let one = memwal_core::batch_store::estimated_batch_bytes(&rows(0, 10));
+    let limit = 2 * one + one / 2;
     let b = shard
-        .open(WriterConfig {
-            max_memtable_size: 2 * one + one / 2,
-            ..durable()
-        })
+        .open(durable().with(|c| c.max_memtable_size = limit))
         .await;
     let s = b.memtable_stats().unwrap();
     assert!(s.generation >= 3, "{s:?}");
-    assert!(s.estimated_size <= 2 * one + one / 2 + 64, "{s:?}");
-    assert_eq!(ids(&b.scan().await.unwrap()), (0..60).collect::<Vec<_>>());
-    b.close().await.unwrap();
-    shard.assert_recovered(0..60).await;
+    assert!(s.estimated_size <= limit + 64, "{s:?}");
+    assert_eq!(scanned_ids(&b).await, (0..60).collect::<Vec<_>>());
+    shard.close_and_assert_recovered(b, 0..60).await;
 }
 
 // A crash loses exactly the rows that were not yet durable.
 #[tokio::test]
 async fn a_crash_keeps_durable_rows_and_loses_the_rest() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let a = shard.open(non_durable()).await;
-    a.put(vec![batch([1])]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let a = shard.open_and_put(non_durable(), [batch([1])]).await;
     a.flush().await.unwrap();
     a.put(vec![batch([2])]).await.unwrap();
     drop(a);
     let b = shard.open(durable()).await;
-    assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
+    assert_eq!(scanned_ids(&b).await, vec![1]);
     b.close().await.unwrap();
 }
 
@@ -276,22 +223,16 @@ async fn a_crash_keeps_durable_rows_and_loses_the_rest() {
 // it is never replayed as different rows.
 #[tokio::test]
 async fn a_corrupt_entry_fails_open_and_scan_naming_the_object() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        a.put(vec![batch([2])]).await.unwrap();
-        drop(a);
-        let path = backend.store.shard_paths(shard.id).wal_entry(2);
-        let good = encode_entry(1, &[batch([2])]).unwrap();
-        let mut bad = good.to_vec();
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1]), batch([2])]).await;
+        let mut bad = encode_entry(1, &[batch([2])]).unwrap().to_vec();
         let last = bad.len() - 20;
         bad[last] ^= 0xff;
-        backend.plant(&path, Bytes::from(bad)).await;
+        let path = backend.plant_wal_entry(shard.id, 2, Bytes::from(bad)).await;
         let e = shard.try_open(durable()).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::Corrupt, "{}: {e}", backend.name);
         assert!(e.to_string().contains(path.as_ref()), "{e}");
-        let r = memwal_core::ShardReader::open(backend.store.clone(), shard.id)
+        let r = ShardReader::open(shard.store.clone(), shard.id)
             .await
             .unwrap();
         assert_eq!(r.scan().await.unwrap_err().code(), ErrorCode::Corrupt);
@@ -302,23 +243,18 @@ async fn a_corrupt_entry_fails_open_and_scan_naming_the_object() {
 // and files"), including in the WAL directory.
 #[tokio::test]
 async fn foreign_files_in_the_shard_are_ignored() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        drop(a);
-        let wal_dir = backend.store.shard_paths(shard.id).wal_dir();
-        backend
-            .plant(
-                &wal_dir.clone().join("README.txt"),
-                Bytes::from_static(b"hi"),
-            )
-            .await;
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1])]).await;
+        let readme = backend
+            .store
+            .shard_paths(shard.id)
+            .wal_dir()
+            .join("README.txt");
+        backend.plant(&readme, Bytes::from_static(b"hi")).await;
         let b = shard.open(durable()).await;
-        assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
+        assert_eq!(scanned_ids(&b).await, vec![1]);
         b.put(vec![batch([2])]).await.unwrap();
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
+        shard.close_and_assert_recovered(b, [1, 2]).await;
     }
 }
 
@@ -326,27 +262,18 @@ async fn foreign_files_in_the_shard_are_ignored() {
 // key) is ignored on replay and by readers.
 #[tokio::test]
 async fn unknown_entry_metadata_is_ignored() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        drop(a);
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1])]).await;
         let b = batch([2]);
         let tagged = std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(
             b.schema().fields().clone(),
             std::collections::HashMap::from([("generation".to_string(), "7".to_string())]),
         ));
         let b = arrow_array::RecordBatch::try_new(tagged, b.columns().to_vec()).unwrap();
-        let path = backend.store.shard_paths(shard.id).wal_entry(2);
-        backend.plant(&path, encode_entry(1, &[b]).unwrap()).await;
+        let entry = encode_entry(1, &[b]).unwrap();
+        backend.plant_wal_entry(shard.id, 2, entry).await;
         let w = shard.open(durable()).await;
-        assert_eq!(
-            ids(&w.scan().await.unwrap()),
-            vec![1, 2],
-            "{}",
-            backend.name
-        );
-        w.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
+        assert_eq!(scanned_ids(&w).await, vec![1, 2], "{}", backend.name);
+        shard.close_and_assert_recovered(w, [1, 2]).await;
     }
 }

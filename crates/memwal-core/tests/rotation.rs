@@ -3,54 +3,42 @@
 
 mod support;
 
+use memwal_core::ErrorCode;
 use memwal_core::batch_store::estimated_batch_bytes;
-use memwal_core::{ErrorCode, FenceReason, WriterConfig};
 use support::*;
 
-// Reference §8.2 scenario 12, waiting for the drain instead of sleeping.
+// Reference §8.2 scenarios 12 (non-durable, waiting for the drain instead of sleeping) and 13
+// (durable puts rotate repeatedly).
 #[tokio::test]
-async fn non_durable_puts_rotate_at_the_size_limit() {
+async fn puts_rotate_at_the_size_limit() {
     for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_size: 1024,
-            ..non_durable()
-        };
-        let w = shard.open(config).await;
-        let initial = w.memtable_stats().unwrap().generation;
-        for i in 0..20 {
-            w.put(vec![rows(i * 10, 10)]).await.unwrap();
+        for (config, puts, per_put, min_rotations) in
+            [(non_durable(), 20, 10, 1), (durable(), 100, 4, 3)]
+        {
+            let shard = Shard::new(&backend.store);
+            let w = shard
+                .open(config.with(|c| c.max_memtable_size = 1024))
+                .await;
+            let initial = w.memtable_stats().unwrap().generation;
+            for i in 0..puts {
+                w.put(vec![rows(i * per_put, per_put as usize)])
+                    .await
+                    .unwrap();
+            }
+            w.wait_for_flush_drain().await.unwrap();
+            let g = w.memtable_stats().unwrap().generation;
+            assert!(
+                g >= initial + min_rotations,
+                "{}: generation {g}",
+                backend.name
+            );
+            let m = shard.manifest().await;
+            assert_eq!(m.flushed_generations.len() as u64, g - initial);
+            assert_eq!(m.current_generation, g);
+            let all = 0..puts * per_put;
+            assert_eq!(scanned_ids(&w).await, all.clone().collect::<Vec<_>>());
+            shard.close_and_assert_recovered(w, all).await;
         }
-        w.wait_for_flush_drain().await.unwrap();
-        let g = w.memtable_stats().unwrap().generation;
-        assert!(g > initial, "{}: generation {g}", backend.name);
-        let m = shard.manifest().await;
-        assert_eq!(m.flushed_generations.len() as u64, g - initial);
-        assert_eq!(m.current_generation, g);
-        assert_eq!(ids(&w.scan().await.unwrap()), (0..200).collect::<Vec<_>>());
-        w.close().await.unwrap();
-        shard.assert_recovered(0..200).await;
-    }
-}
-
-// Reference §8.2 scenario 13.
-#[tokio::test]
-async fn durable_puts_rotate_repeatedly() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_size: 1024,
-            ..durable()
-        };
-        let w = shard.open(config).await;
-        let initial = w.memtable_stats().unwrap().generation;
-        for i in 0..100 {
-            w.put(vec![rows(i * 4, 4)]).await.unwrap();
-        }
-        let g = w.memtable_stats().unwrap().generation;
-        assert!(g >= initial + 3, "{}: generation {g}", backend.name);
-        w.close().await.unwrap();
-        shard.assert_recovered(0..400).await;
     }
 }
 
@@ -58,12 +46,8 @@ async fn durable_puts_rotate_repeatedly() {
 // writes a directory of its own (`<random8hex>_gen_<g>`), never "already exists".
 #[tokio::test]
 async fn every_put_freezing_writes_one_distinct_generation_each() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_size: 64,
-            ..durable()
-        };
+    for (backend, shard) in each_backend() {
+        let config = durable().with(|c| c.max_memtable_size = 64);
         let w = shard.open(config).await;
         let initial = w.memtable_stats().unwrap().generation;
         let n = 60;
@@ -72,12 +56,8 @@ async fn every_put_freezing_writes_one_distinct_generation_each() {
             assert_eq!(r.generation, Some(initial + i as u64));
             assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
         }
-        assert_eq!(
-            w.memtable_stats().unwrap().generation,
-            initial + n as u64,
-            "{}",
-            backend.name
-        );
+        let active = w.memtable_stats().unwrap().generation;
+        assert_eq!(active, initial + n as u64, "{}", backend.name);
         w.close().await.unwrap();
         let m = shard.manifest().await;
         assert_eq!(m.flushed_generations.len(), n as usize);
@@ -105,8 +85,7 @@ async fn every_put_freezing_writes_one_distinct_generation_each() {
 // put after a rotation reports 0..1 again, with the new generation.
 #[tokio::test]
 async fn positions_restart_in_every_generation() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(durable()).await;
     let r = w.put(vec![batch([1]), batch([2])]).await.unwrap();
     assert_eq!(r.generation, Some(1));
@@ -117,51 +96,37 @@ async fn positions_restart_in_every_generation() {
     let r = w.put(vec![batch([4])]).await.unwrap();
     assert_eq!(r.generation, Some(2));
     assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
-    w.close().await.unwrap();
-    shard.assert_recovered([1, 2, 3, 4]).await;
+    shard.close_and_assert_recovered(w, [1, 2, 3, 4]).await;
 }
 
 // Reference §10.10: a put whose batches do not fit in the active MemTable freezes it first
 // (instead of failing "batch store is full"); a put larger than a whole MemTable is rejected.
 #[tokio::test]
 async fn a_put_that_does_not_fit_freezes_first_and_an_oversized_one_is_rejected() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_memtable_batches: 4,
-        ..durable()
-    };
+    let (_backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.max_memtable_batches = 4);
     let w = shard.open(config).await;
-    let r = w.put((0..3).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(0..3).collect()).await.unwrap();
     assert_eq!((r.generation, r.batch_positions.end), (Some(1), 3));
-    let r = w.put((3..5).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(3..5).collect()).await.unwrap();
     assert_eq!(r.generation, Some(2));
     assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 2));
-    let e = w
-        .put((5..10).map(|i| batch([i])).collect())
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidArgument);
-    assert!(e.to_string().contains("max_memtable_batches"), "{e}");
+    let e = w.put(batch_per_id(5..10).collect()).await.unwrap_err();
+    assert_error(&e, ErrorCode::InvalidArgument, "max_memtable_batches");
     // Exactly a whole MemTable is fine, and fills it: it freezes at once.
-    let r = w.put((10..14).map(|i| batch([i])).collect()).await.unwrap();
+    let r = w.put(batch_per_id(10..14).collect()).await.unwrap();
     assert_eq!(r.generation, Some(3));
     assert_eq!(w.memtable_stats().unwrap().generation, 4);
-    w.close().await.unwrap();
     shard
-        .assert_recovered((0..5).chain(10..14).collect::<Vec<_>>())
+        .close_and_assert_recovered(w, (0..5).chain(10..14))
         .await;
 }
 
 // Reference §2.7: a full BatchStore freezes the MemTable after the put that filled it.
 #[tokio::test]
 async fn a_full_batch_store_freezes() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_memtable_batches: 3,
-        ..non_durable()
-    };
+    let (_backend, shard) = Backend::memory().with_shard();
+    let config = non_durable().with(|c| c.max_memtable_batches = 3);
     let w = shard.open(config).await;
     for i in 0..3 {
         w.put(vec![batch([i])]).await.unwrap();
@@ -181,47 +146,35 @@ async fn a_full_batch_store_freezes() {
 // a new generation as soon as that generation crosses the buffer size.
 #[tokio::test]
 async fn the_wal_size_trigger_fires_again_after_a_rotation() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         // Ids 10..99 all have two-digit names, so these batches are the same size.
         let one = estimated_batch_bytes(&rows(10, 10));
-        let config = WriterConfig {
-            max_wal_buffer_size: 2 * one,
-            max_memtable_batches: 3,
-            ..non_durable()
-        };
-        let w = shard.open(config).await;
+        let w = shard
+            .open(non_durable().with(|c| {
+                c.max_wal_buffer_size = 2 * one;
+                c.max_memtable_batches = 3;
+            }))
+            .await;
+        let appended = |n| w.wal_stats().entries_appended == n;
         w.put(vec![rows(10, 10)]).await.unwrap();
-        assert_eq!(w.wal_stats().entries_appended, 0);
+        assert!(appended(0));
         w.put(vec![rows(20, 10)]).await.unwrap();
-        wait_until("the size trigger appended", || {
-            w.wal_stats().entries_appended == 1
-        })
-        .await;
+        wait_until("the size trigger appended", || appended(1)).await;
         // Fills the BatchStore: the freeze appends the rest of generation 1.
         w.put(vec![rows(30, 10)]).await.unwrap();
-        wait_until("the freeze appended", || {
-            w.wal_stats().entries_appended == 2
-        })
-        .await;
+        wait_until("the freeze appended", || appended(2)).await;
         w.put(vec![rows(40, 10)]).await.unwrap();
         w.put(vec![rows(50, 10)]).await.unwrap();
-        wait_until("the size trigger appended in generation 2", || {
-            w.wal_stats().entries_appended == 3
-        })
-        .await;
-        let rows_per_entry: Vec<usize> = shard.wal_entries().await.iter().map(|e| e.2).collect();
-        assert_eq!(rows_per_entry, vec![20, 10, 20], "{}", backend.name);
-        w.close().await.unwrap();
-        shard.assert_recovered(10..60).await;
+        wait_until("the size trigger appended in generation 2", || appended(3)).await;
+        assert_eq!(shard.wal_rows().await, vec![20, 10, 20], "{}", backend.name);
+        shard.close_and_assert_recovered(w, 10..60).await;
     }
 }
 
 // Reference §8.8 scenario 113: what one generation flush publishes.
 #[tokio::test]
 async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         assert_eq!(shard.manifest().await.version, 1);
         w.put(vec![rows(0, 10)]).await.unwrap();
@@ -239,10 +192,9 @@ async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
         assert_eq!(g.physical_rows, Some(10));
         assert!(g.path.ends_with("_gen_1"), "{}", g.path);
         let file = backend.store.shard_paths(shard.id).generation_file(&g.path);
-        let shard_dir = backend.store.shard_paths(shard.id).shard_dir().clone();
         assert!(
             backend
-                .object_names(&shard_dir)
+                .shard_objects(shard.id)
                 .await
                 .contains(&file.to_string()),
             "the generation file exists"
@@ -250,9 +202,8 @@ async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
         let s = w.stats();
         assert_eq!((s.memtable_flush_count, s.memtable_flush_rows), (1, 10));
         // The flushed rows now come from the generation file.
-        assert_eq!(ids(&w.scan().await.unwrap()), (0..10).collect::<Vec<_>>());
-        w.close().await.unwrap();
-        shard.assert_recovered(0..10).await;
+        assert_eq!(scanned_ids(&w).await, (0..10).collect::<Vec<_>>());
+        shard.close_and_assert_recovered(w, 0..10).await;
     }
 }
 
@@ -260,26 +211,16 @@ async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
 // failed is never written as a generation.
 #[tokio::test]
 async fn a_memtable_whose_wal_append_failed_is_never_flushed() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_wal_persist_retries: 0,
-            ..non_durable()
-        };
+    for (backend, shard) in each_backend() {
+        let config = non_durable().with(|c| c.max_wal_persist_retries = 0);
         let w = shard.open(config).await;
         w.put(vec![rows(0, 10)]).await.unwrap();
         backend.store.faults().fail_wal_puts(u64::MAX);
         w.force_seal_active().await.unwrap();
-        let e = w.wait_for_flush_drain().await.unwrap_err();
-        assert_eq!(
-            e.fence_reason(),
-            Some(FenceReason::PersistenceFailure),
-            "{e}"
-        );
+        assert_persistence_failure(&w.wait_for_flush_drain().await.unwrap_err());
         let m = shard.manifest().await;
         assert_eq!((m.version, m.flushed_generations.len()), (1, 0));
-        let shard_dir = backend.store.shard_paths(shard.id).shard_dir().clone();
-        let names = backend.object_names(&shard_dir).await;
+        let names = backend.shard_objects(shard.id).await;
         assert!(names.iter().any(|n| n.contains("/manifest/")), "{names:?}");
         assert!(
             !names.iter().any(|n| n.contains("_gen_")),
@@ -294,19 +235,14 @@ async fn a_memtable_whose_wal_append_failed_is_never_flushed() {
 // writer closed without rows publishes nothing.
 #[tokio::test]
 async fn an_empty_memtable_is_never_flushed() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         w.force_seal_active().await.unwrap();
         w.wait_for_flush_drain().await.unwrap();
         w.close().await.unwrap();
         let m = shard.manifest().await;
-        assert_eq!(
-            (m.version, m.current_generation),
-            (1, 1),
-            "{}",
-            backend.name
-        );
+        let published = (m.version, m.current_generation);
+        assert_eq!(published, (1, 1), "{}", backend.name);
         assert!(m.flushed_generations.is_empty());
         assert_eq!(shard.wal_len().await, 0);
     }
@@ -316,16 +252,13 @@ async fn an_empty_memtable_is_never_flushed() {
 // every committed batch is in the WAL.
 #[tokio::test]
 async fn pending_wal_counts_track_what_is_not_yet_appended() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(non_durable()).await;
     w.put(vec![rows(0, 10)]).await.unwrap();
     w.put(vec![rows(10, 5)]).await.unwrap();
     let s = w.memtable_stats().unwrap();
-    assert_eq!(
-        (s.pending_wal_batch_count, s.pending_wal_row_count),
-        (2, 15)
-    );
+    let pending = (s.pending_wal_batch_count, s.pending_wal_row_count);
+    assert_eq!(pending, (2, 15));
     assert_eq!(s.pending_wal_estimated_bytes, s.estimated_size);
     w.flush().await.unwrap();
     let s = w.memtable_stats().unwrap();
@@ -343,8 +276,7 @@ async fn pending_wal_counts_track_what_is_not_yet_appended() {
 // replayed again.
 #[tokio::test]
 async fn the_cursor_covers_rows_appended_before_the_freeze_asked() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let (_, first) = w.put_no_wait(vec![batch([1])]).await.unwrap();
         w.force_seal_active().await.unwrap();
@@ -359,8 +291,7 @@ async fn the_cursor_covers_rows_appended_before_the_freeze_asked() {
         let r = shard.open(durable()).await;
         let s = r.memtable_stats().unwrap();
         assert_eq!(s.row_count, 1, "only the unflushed row is replayed");
-        assert_eq!(ids(&r.scan().await.unwrap()), vec![1, 2]);
-        r.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
+        assert_eq!(scanned_ids(&r).await, vec![1, 2]);
+        shard.close_and_assert_recovered(r, [1, 2]).await;
     }
 }

@@ -14,7 +14,7 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use memwal_core::{ErrorCode, FenceReason, ShardWriter, Store, WriterConfig};
+use memwal_core::{ErrorCode, ShardWriter, Store};
 use s3_server::{S3Fault, S3Server};
 use support::*;
 
@@ -27,6 +27,20 @@ async fn assert_acked_recovered_once(shard: &Shard, acked: &[i32]) {
     assert_eq!(set.len(), got.len(), "duplicate ids recovered: {got:?}");
     let want: HashSet<i32> = acked.iter().copied().collect();
     assert_eq!(set, want, "recovered ids differ from acknowledged ones");
+}
+
+/// Opening a writer on `store` fails, saying `why` and naming the store's `url`, and claims
+/// nothing.
+async fn assert_open_refused(store: Store, why: &str, url: &str) -> memwal_core::Error {
+    let e = ShardWriter::open(store.clone(), schema(), durable())
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains(why), "{m}");
+    assert!(m.contains(url), "{m}");
+    let shards = store.list_shards().await.unwrap();
+    assert!(shards.is_empty(), "nothing was claimed");
+    e
 }
 
 /// The WAL holds every row at most once (no entry was written twice).
@@ -50,14 +64,12 @@ async fn an_s3_location_round_trips_rows_through_the_wal_and_a_generation() {
     let server = S3Server::start().await;
     let store = server.store("tables/events");
     let shard = Shard::new(&store);
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([1, 2])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([1, 2])]).await;
     w.force_seal_active().await.unwrap();
     w.wait_for_flush_drain().await.unwrap();
     w.put(vec![batch([3])]).await.unwrap();
-    assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2, 3]);
-    w.close().await.unwrap();
-    shard.assert_recovered([1, 2, 3]).await;
+    assert_eq!(scanned_ids(&w).await, vec![1, 2, 3]);
+    shard.close_and_assert_recovered(w, [1, 2, 3]).await;
     assert_eq!(store.list_shards().await.unwrap(), vec![shard.id]);
     // The objects sit under the URI's prefix, in the Lance layout.
     let wal_dir = server
@@ -75,43 +87,31 @@ async fn durable_put_does_not_alias_across_memtable_generations() {
     let server = S3Server::start().await;
     let store = server.store("seed");
     let shard = Shard::new(&store);
-    let a = shard.open(durable()).await;
-    a.put(vec![batch([1])]).await.unwrap();
+    let a = shard.open_and_put(durable(), [batch([1])]).await;
     let g = a.memtable_stats().unwrap().generation;
     a.force_seal_active().await.unwrap();
     a.wait_for_flush_drain().await.unwrap();
     assert_eq!(a.memtable_stats().unwrap().generation, g + 1);
 
     // The successor is another process: its own client of the same bucket.
-    let b = Shard {
-        store: server.store("seed"),
-        id: shard.id,
-    }
-    .open(durable())
-    .await;
+    let b = shard.through(server.store("seed")).open(durable()).await;
     assert!(b.epoch() > a.epoch());
 
     let e = a.put(vec![batch([2])]).await.unwrap_err();
     assert_peer_claimed(&e);
-    assert_eq!(ids(&b.scan().await.unwrap()), vec![1]);
-    b.close().await.unwrap();
-    shard.assert_recovered([1]).await;
+    assert_eq!(scanned_ids(&b).await, vec![1]);
+    shard.close_and_assert_recovered(b, [1]).await;
 }
 
 #[tokio::test]
 async fn a_second_writer_replays_the_first_and_fences_it() {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("fence"));
-    let a = shard.open(durable()).await;
-    a.put(vec![batch([1, 2])]).await.unwrap();
-    a.put(vec![batch([3])]).await.unwrap();
-    let b = Shard {
-        store: server.store("fence"),
-        id: shard.id,
-    }
-    .open(durable())
-    .await;
-    assert_eq!(ids(&b.scan().await.unwrap()), vec![1, 2, 3]);
+    let a = shard
+        .open_and_put(durable(), [batch([1, 2]), batch([3])])
+        .await;
+    let b = shard.through(server.store("fence")).open(durable()).await;
+    assert_eq!(scanned_ids(&b).await, vec![1, 2, 3]);
     assert_eq!(b.wal_stats().fence_sentinel_position, Some(3));
     assert_peer_claimed(&a.put(vec![batch([4])]).await.unwrap_err());
     assert_peer_claimed(&a.check_fenced().await.unwrap_err());
@@ -125,14 +125,10 @@ async fn a_second_writer_replays_the_first_and_fences_it() {
 async fn concurrent_opens_of_one_shard_on_s3_claim_distinct_epochs() {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("race"));
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([0])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([0])]).await;
     let opens: Vec<_> = (0..4)
         .map(|_| {
-            let s = Shard {
-                store: server.store("race"),
-                id: shard.id,
-            };
+            let s = shard.through(server.store("race"));
             tokio::spawn(async move { s.try_open(durable()).await })
         })
         .collect();
@@ -153,8 +149,7 @@ async fn concurrent_opens_of_one_shard_on_s3_claim_distinct_epochs() {
     }
     assert_peer_claimed(&w.put(vec![batch([99])]).await.unwrap_err());
     top.put(vec![batch([1])]).await.unwrap();
-    top.close().await.unwrap();
-    shard.assert_recovered([0, 1]).await;
+    shard.close_and_assert_recovered(top, [0, 1]).await;
 }
 
 // Reference §8 replay scenarios, on S3: a crash keeps durable rows (from the generation and
@@ -163,14 +158,10 @@ async fn concurrent_opens_of_one_shard_on_s3_claim_distinct_epochs() {
 async fn replay_after_a_crash_recovers_generations_and_the_wal_tail() {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("replay"));
-    let config = WriterConfig {
-        max_memtable_batches: 4,
-        ..durable()
-    };
-    let w = shard.open(config.clone()).await;
-    for i in 0..10 {
-        w.put(vec![batch([i])]).await.unwrap();
-    }
+    let config = durable().with(|c| c.max_memtable_batches = 4);
+    let w = shard
+        .open_and_put(config.clone(), batch_per_id(0..10))
+        .await;
     w.wait_for_flush_drain().await.unwrap();
     w.abort().await.unwrap(); // a crash: no final flush
     let m = shard.manifest().await;
@@ -179,20 +170,13 @@ async fn replay_after_a_crash_recovers_generations_and_the_wal_tail() {
         "rotations flushed generations"
     );
     let again = shard.open(config.clone()).await;
-    assert_eq!(
-        ids(&again.scan().await.unwrap()),
-        (0..10).collect::<Vec<_>>()
-    );
+    assert_eq!(scanned_ids(&again).await, (0..10).collect::<Vec<_>>());
     again.put(vec![batch([10])]).await.unwrap();
     again.abort().await.unwrap();
     let third = shard.open(config).await;
-    assert_eq!(
-        ids(&third.scan().await.unwrap()),
-        (0..11).collect::<Vec<_>>()
-    );
-    third.close().await.unwrap();
+    assert_eq!(scanned_ids(&third).await, (0..11).collect::<Vec<_>>());
+    shard.close_and_assert_recovered(third, 0..11).await;
     assert_wal_has_no_duplicate_rows(&shard).await;
-    shard.assert_recovered(0..11).await;
 }
 
 // Reference §3.2 "other error" branch, on S3: a put that keeps failing poisons the writer with
@@ -202,32 +186,20 @@ async fn exhausted_retries_on_s3_poison_the_writer_and_lose_nothing_acknowledged
     let server = S3Server::start().await;
     // Few client retries, so that memwal's own retries are reached quickly.
     let shard = Shard::new(&server.store_with("poison", &[("client_max_retries", "1")]));
-    let config = WriterConfig {
-        max_wal_persist_retries: 1,
-        ..durable()
-    };
-    let w = shard.open(config.clone()).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let config = durable().with(|c| c.max_wal_persist_retries = 1);
+    let w = shard.open_and_put(config.clone(), [batch([1])]).await;
     // Far more than object_store's retries times memwal's: every WAL put fails.
     server
         .faults()
         .inject("PutObject", WAL_KEYS, S3Fault::Internal, 1000);
     let e = w.put(vec![batch([2])]).await.unwrap_err();
-    assert_eq!(
-        e.fence_reason(),
-        Some(FenceReason::PersistenceFailure),
-        "{e}"
-    );
+    assert_persistence_failure(&e);
     assert!(e.to_string().contains("WAL persistence failed"), "{e}");
-    assert_eq!(
-        w.put(vec![batch([3])]).await.unwrap_err().fence_reason(),
-        Some(FenceReason::PersistenceFailure)
-    );
+    assert_persistence_failure(&w.put(vec![batch([3])]).await.unwrap_err());
     server.faults().clear();
     let again = shard.open(config).await;
-    assert_eq!(ids(&again.scan().await.unwrap()), vec![1]);
-    again.close().await.unwrap();
-    shard.assert_recovered([1]).await;
+    assert_eq!(scanned_ids(&again).await, vec![1]);
+    shard.close_and_assert_recovered(again, [1]).await;
 }
 
 /// Who retries a failed WAL put.
@@ -244,8 +216,7 @@ enum RetriedBy {
 async fn transient_faults_are_retried(fault: S3Fault, times: u32, retried_by: Option<RetriedBy>) {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("retry"));
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([0])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([0])]).await;
     let before = server.faults().requests("PutObject");
     server.faults().inject("PutObject", WAL_KEYS, fault, times);
     let mut acked = vec![0];
@@ -285,34 +256,25 @@ async fn transient_faults_are_retried(fault: S3Fault, times: u32, retried_by: Op
     assert_acked_recovered_once(&shard, &acked).await;
 }
 
+// The faults below object_store's retries, each on the next three WAL PutObjects:
+// - a 503 or a 500 before the put is applied: object_store retries it;
+// - a connection reset before the put is applied: memwal retries it at the same slot;
+// - reference §3.2, the ambiguous case: the put landed, the response was a 500, and
+//   object_store's own retry met the object (412, reported as "already exists" from inside one
+//   memwal attempt). memwal reads the slot back, finds exactly its entry, and acknowledges: no
+//   PersistenceFailure, no second copy at the next slot;
+// - the same with no response at all: the connection is reset after the put was applied.
 #[tokio::test]
-async fn a_503_on_wal_puts_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Unavailable, 3, Some(RetriedBy::Client)).await;
-}
-
-#[tokio::test]
-async fn a_500_on_wal_puts_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Internal, 3, Some(RetriedBy::Client)).await;
-}
-
-#[tokio::test]
-async fn a_connection_reset_before_a_wal_put_is_retried_without_loss_or_duplicate() {
-    transient_faults_are_retried(S3Fault::Reset, 3, Some(RetriedBy::Memwal)).await;
-}
-
-// Reference §3.2, the ambiguous case: the put landed, the response was a 500, and
-// object_store's own retry met the object (412, reported as "already exists" from inside one
-// memwal attempt). memwal reads the slot back, finds exactly its entry, and acknowledges: no
-// PersistenceFailure, no second copy at the next slot.
-#[tokio::test]
-async fn a_wal_put_that_landed_before_a_500_is_acknowledged_once() {
-    transient_faults_are_retried(S3Fault::InternalAfterApply, 3, Some(RetriedBy::Client)).await;
-}
-
-// The same with no response at all: the connection is reset after the put was applied.
-#[tokio::test]
-async fn a_wal_put_that_landed_before_a_connection_reset_is_acknowledged_once() {
-    transient_faults_are_retried(S3Fault::ResetAfterApply, 3, None).await;
+async fn transient_wal_put_faults_are_retried_without_loss_or_duplicate() {
+    for (fault, retried_by) in [
+        (S3Fault::Unavailable, Some(RetriedBy::Client)),
+        (S3Fault::Internal, Some(RetriedBy::Client)),
+        (S3Fault::Reset, Some(RetriedBy::Memwal)),
+        (S3Fault::InternalAfterApply, Some(RetriedBy::Client)),
+        (S3Fault::ResetAfterApply, None),
+    ] {
+        transient_faults_are_retried(fault, 3, retried_by).await;
+    }
 }
 
 // Failures of the reads memwal makes while resolving an ambiguous put (the read-back) and
@@ -321,8 +283,7 @@ async fn a_wal_put_that_landed_before_a_connection_reset_is_acknowledged_once() 
 async fn failed_reads_on_s3_are_retried() {
     let server = S3Server::start().await;
     let shard = Shard::new(&server.store("reads"));
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([1])]).await;
     let f = server.faults();
     f.inject("PutObject", WAL_KEYS, S3Fault::InternalAfterApply, 1);
     f.inject("GetObject", WAL_KEYS, S3Fault::Unavailable, 2);
@@ -332,9 +293,8 @@ async fn failed_reads_on_s3_are_retried() {
     f.inject("ListObjectsV2", "", S3Fault::Reset, 1);
     f.inject("HeadObject", "", S3Fault::Unavailable, 1);
     let again = shard.open(durable()).await;
-    assert_eq!(ids(&again.scan().await.unwrap()), vec![1, 2]);
-    again.close().await.unwrap();
-    shard.assert_recovered([1, 2]).await;
+    assert_eq!(scanned_ids(&again).await, vec![1, 2]);
+    shard.close_and_assert_recovered(again, [1, 2]).await;
 }
 
 // Every kind of fault at once, under concurrent durable puts (group commit): all acknowledged,
@@ -346,11 +306,10 @@ async fn concurrent_puts_survive_mixed_transient_faults() {
     // The faults may all hit one slot, and object_store does not retry a reset conditional PUT
     // (it is not idempotent for the client), so memwal sees up to four failures at one slot:
     // give it the budget. Exhausting it is `exhausted_retries_on_s3_...` above.
-    let config = WriterConfig {
-        max_memtable_batches: 64,
-        max_wal_persist_retries: 8,
-        ..durable()
-    };
+    let config = durable().with(|c| {
+        c.max_memtable_batches = 64;
+        c.max_wal_persist_retries = 8;
+    });
     let w = Arc::new(shard.open(config.clone()).await);
     for fault in [
         S3Fault::Unavailable,
@@ -361,31 +320,22 @@ async fn concurrent_puts_survive_mixed_transient_faults() {
     ] {
         server.faults().inject("PutObject", WAL_KEYS, fault, 2);
     }
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            let w = w.clone();
-            tokio::spawn(async move {
-                let mut acked = Vec::new();
-                for i in 0..8 {
-                    let id = t * 100 + i;
-                    w.put(vec![batch([id])]).await.unwrap();
-                    acked.push(id);
-                }
-                acked
-            })
-        })
-        .collect();
-    let mut acked = Vec::new();
-    for t in tasks {
-        acked.extend(t.await.unwrap());
-    }
+    let writer = w.clone();
+    let acked = run_callers(16, 8, move |id| {
+        let w = writer.clone();
+        async move {
+            w.put(vec![batch([id])]).await.unwrap();
+            id
+        }
+    })
+    .await;
     assert_eq!(server.faults().injected(), 10);
     w.check_fenced().await.unwrap();
     w.abort().await.unwrap();
     assert_wal_has_no_duplicate_rows(&shard).await;
     assert_acked_recovered_once(&shard, &acked).await;
     let again = shard.open(config).await;
-    assert_eq!(ids(&again.scan().await.unwrap()).len(), acked.len());
+    assert_eq!(scanned_ids(&again).await.len(), acked.len());
     again.close().await.unwrap();
 }
 
@@ -395,18 +345,13 @@ async fn concurrent_puts_survive_mixed_transient_faults() {
 async fn a_server_without_conditional_writes_is_refused_at_open() {
     let server = S3Server::start().await;
     server.faults().set_ignore_conditional_writes(true);
-    let store: Store = server.store("unsafe");
-    let e = ShardWriter::open(store.clone(), schema(), durable())
-        .await
-        .unwrap_err();
+    let e = assert_open_refused(
+        server.store("unsafe"),
+        "conditional create",
+        "s3://memwal/unsafe",
+    )
+    .await;
     assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
-    let m = e.to_string();
-    assert!(m.contains("conditional create"), "{m}");
-    assert!(m.contains("s3://memwal/unsafe"), "{m}");
-    assert!(
-        store.list_shards().await.unwrap().is_empty(),
-        "nothing was claimed"
-    );
     // The same server with conditional writes on is accepted.
     server.faults().set_ignore_conditional_writes(false);
     let w = ShardWriter::open(server.store("unsafe"), schema(), durable())
@@ -422,14 +367,5 @@ async fn a_server_that_rejects_conditional_writes_fails_the_open_saying_why() {
     let server = S3Server::start().await;
     server.faults().set_reject_conditional_writes(true);
     let store = server.store_with("rejects", &[("client_max_retries", "0")]);
-    let e = ShardWriter::open(store.clone(), schema(), durable())
-        .await
-        .unwrap_err();
-    let m = e.to_string();
-    assert!(m.contains("conditional writes"), "{m}");
-    assert!(m.contains("s3://memwal/rejects"), "{m}");
-    assert!(
-        store.list_shards().await.unwrap().is_empty(),
-        "nothing was claimed"
-    );
+    assert_open_refused(store, "conditional writes", "s3://memwal/rejects").await;
 }

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use arrow_array::RecordBatch;
 use memwal_core::wal::entry::encode_entry;
-use memwal_core::{ErrorCode, FenceReason, ShardReader, WriterConfig};
+use memwal_core::{ErrorCode, WriterConfig};
 use object_store::{ObjectStore, PutResult};
 use support::forwarding::{Forwarding, Hooks, Put, StoreResult, is_wal};
 use support::*;
@@ -18,8 +17,7 @@ use support::*;
 // epoch, without memwal's entry metadata in the batches' schema.
 #[tokio::test]
 async fn appends_and_tailer_round_trip() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         assert_eq!(w.epoch(), 1);
         assert_eq!(w.wal_stats().fence_sentinel_position, None);
@@ -59,29 +57,20 @@ async fn appends_and_tailer_round_trip() {
 // slot; its check and its next append both report `PeerClaimedEpoch`.
 #[tokio::test]
 async fn a_newer_writer_fences_the_older_one() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [batch([1])]).await;
         let b = shard.open(durable()).await;
         assert_eq!(b.epoch(), 2);
         assert_eq!(b.wal_stats().fence_sentinel_position, Some(2));
         b.put(vec![batch([2])]).await.unwrap();
         assert_eq!(b.wal_stats().next_wal_entry_position, 4);
 
-        let e = a.check_fenced().await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        let e = a.put(vec![batch([3])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        assert_peer_claimed(&a.check_fenced().await.unwrap_err());
+        assert_peer_claimed(&a.put(vec![batch([3])]).await.unwrap_err());
         b.check_fenced().await.unwrap();
-        b.close().await.unwrap();
-        assert_eq!(
-            shard.wal_entries().await,
-            vec![(1, 1, 1), (3, 2, 1)],
-            "{}",
-            backend.name
-        );
-        shard.assert_recovered([1, 2]).await;
+        shard.close_and_assert_recovered(b, [1, 2]).await;
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries, vec![(1, 1, 1), (3, 2, 1)], "{}", backend.name);
     }
 }
 
@@ -89,14 +78,10 @@ async fn a_newer_writer_fences_the_older_one() {
 // fences the predecessor, and the successor's first append goes after the sentinel.
 #[tokio::test]
 async fn the_fence_sentinel_alone_fences_the_predecessor() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (_backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [batch([1])]).await;
         let b = shard.open(durable()).await;
-        let e = a.put(vec![batch([2])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch));
-        assert!(e.to_string().contains("Writer fenced"), "{e}");
+        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
 
         let t = shard.tailer().await;
         let s = t.read(2).await.unwrap().unwrap();
@@ -107,8 +92,7 @@ async fn the_fence_sentinel_alone_fences_the_predecessor() {
         b.put(vec![batch([3])]).await.unwrap();
         let e = t.read(3).await.unwrap().unwrap();
         assert_eq!((e.writer_epoch, ids(&e.batches)), (2, vec![3]));
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 3]).await;
+        shard.close_and_assert_recovered(b, [1, 3]).await;
     }
 }
 
@@ -116,18 +100,13 @@ async fn the_fence_sentinel_alone_fences_the_predecessor() {
 // resolves with the fence error instead of hanging.
 #[tokio::test]
 async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (_backend, shard) in each_backend() {
+        let a = shard.open_and_put(durable(), [batch([1])]).await;
         let _b = shard.open(durable()).await;
         let (r, watcher) = a.put_no_wait(vec![batch([2])]).await.unwrap();
         assert_eq!(r.batch_positions.start, 1);
-        let e = tokio::time::timeout(HANG_GUARD, watcher.unwrap().wait())
-            .await
-            .expect("the watcher must not hang")
-            .unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        let waited = within_hang_guard("the watcher", watcher.unwrap().wait()).await;
+        assert_peer_claimed(&waited.unwrap_err());
     }
 }
 
@@ -135,24 +114,19 @@ async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
 // append is being retried, and resolves once the append lands.
 #[tokio::test(start_paused = true)]
 async fn a_durable_watcher_waits_for_its_own_append() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        wal_persist_retry_base_delay_ms: 1000,
-        ..durable()
-    };
-    let w = shard.open(config).await;
-    backend.store.faults().fail_wal_puts(1);
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.wal_persist_retry_base_delay_ms = 1000);
+    let w = shard.open_failing_wal_puts(config, 1).await;
     let (_, watcher) = w.put_no_wait(vec![batch([7])]).await.unwrap();
     let mut wait = Box::pin(watcher.unwrap().wait());
     assert_pending_for(500, &mut wait).await;
     assert_eq!(backend.store.faults().wal_put_attempts(), 1);
     assert_eq!(shard.wal_len().await, 0);
-    assert!(ids(&w.scan().await.unwrap()).is_empty(), "not yet durable");
+    assert!(scanned_ids(&w).await.is_empty(), "not yet durable");
     wait.await.unwrap();
     assert_eq!(backend.store.faults().wal_put_attempts(), 2);
     assert_eq!(shard.wal_entries().await, vec![(1, 1, 1)]);
-    assert_eq!(ids(&w.scan().await.unwrap()), vec![7]);
+    assert_eq!(scanned_ids(&w).await, vec![7]);
     w.close().await.unwrap();
 }
 
@@ -160,20 +134,13 @@ async fn a_durable_watcher_waits_for_its_own_append() {
 // manifest version is unchanged after reads, and the tip comes from probing, not a hint.
 #[tokio::test]
 async fn the_tailer_and_reader_never_write() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(durable()).await;
-        for i in 0..3 {
-            w.put(vec![batch([i])]).await.unwrap();
-        }
+    for (backend, shard) in each_backend() {
+        let w = shard.open_and_put(durable(), batch_per_id(0..3)).await;
         let before = shard.manifest().await;
         let t = shard.tailer().await;
         assert_eq!(t.read(1).await.unwrap().unwrap().num_rows(), 1);
         assert_eq!(t.next_position().await.unwrap(), 4);
-        let r = ShardReader::open(backend.store.clone(), shard.id)
-            .await
-            .unwrap();
-        assert_eq!(ids(&r.scan().await.unwrap().batches), vec![0, 1, 2]);
+        assert_eq!(shard.recovered_ids().await, vec![0, 1, 2]);
         let after = shard.manifest().await;
         assert_eq!(after.version, before.version, "{}", backend.name);
         assert_eq!(after.wal_entry_position_last_seen, 0);
@@ -185,13 +152,11 @@ async fn the_tailer_and_reader_never_write() {
 // A tailer may be opened on a shard that has nothing yet; it sees entries as they land.
 #[tokio::test]
 async fn a_tailer_follows_a_shard_from_its_start() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let t = shard.tailer().await;
     assert_eq!(t.next_position().await.unwrap(), 1);
     assert!(t.read(1).await.unwrap().is_none());
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let w = shard.open_and_put(durable(), [batch([1])]).await;
     assert_eq!(t.next_position().await.unwrap(), 2);
     assert_eq!(ids(&t.read(1).await.unwrap().unwrap().batches), vec![1]);
     w.close().await.unwrap();
@@ -201,19 +166,14 @@ async fn a_tailer_follows_a_shard_from_its_start() {
 // succeeds at position 1 on the third attempt.
 #[tokio::test]
 async fn a_transient_failure_is_retried_at_the_same_slot() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         assert_eq!(WriterConfig::default().max_wal_persist_retries, 3);
         backend.store.faults().fail_wal_puts(2);
         w.put(vec![batch([1])]).await.unwrap();
         assert_eq!(backend.store.faults().wal_put_attempts(), 3);
-        assert_eq!(
-            shard.wal_entries().await,
-            vec![(1, 1, 1)],
-            "{}",
-            backend.name
-        );
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries, vec![(1, 1, 1)], "{}", backend.name);
         w.put(vec![batch([2])]).await.unwrap();
         assert_eq!(shard.wal_entries().await, vec![(1, 1, 1), (2, 1, 1)]);
         w.close().await.unwrap();
@@ -223,18 +183,14 @@ async fn a_transient_failure_is_retried_at_the_same_slot() {
 // Reference §8.3 scenario 63: retries exhausted (2 retries, 3 attempts) poison the writer.
 #[tokio::test]
 async fn exhausted_retries_poison_the_writer() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_persist_retries: 2,
-        ..durable()
-    };
-    let w = shard.open(config).await;
-    backend.store.faults().fail_wal_puts(u64::MAX);
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.max_wal_persist_retries = 2);
+    let w = shard.open_failing_wal_puts(config, u64::MAX).await;
     let e = w.put(vec![batch([1])]).await.unwrap_err();
-    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-    assert!(e.to_string().contains("WAL persistence failed"), "{e}");
-    assert!(e.to_string().contains("after 2 retries"), "{e}");
+    assert_persistence_failure(&e);
+    for text in ["WAL persistence failed", "after 2 retries"] {
+        assert!(e.to_string().contains(text), "{e}");
+    }
     assert_eq!(backend.store.faults().wal_put_attempts(), 3);
     assert_eq!(shard.wal_len().await, 0);
 }
@@ -244,8 +200,7 @@ async fn exhausted_retries_poison_the_writer() {
 // succeeded (Lance poisons the writer here). Position 1 holds the row once, position 2 is empty.
 #[tokio::test]
 async fn a_lost_acknowledgement_is_recognised_without_a_duplicate() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         backend.store.faults().set_lost_ack(true);
         backend.store.faults().fail_wal_puts(1);
@@ -258,9 +213,8 @@ async fn a_lost_acknowledgement_is_recognised_without_a_duplicate() {
         w.put(vec![batch([2])]).await.unwrap();
         drop(w);
         let w = shard.open(durable()).await;
-        assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2]);
-        w.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
+        assert_eq!(scanned_ids(&w).await, vec![1, 2]);
+        shard.close_and_assert_recovered(w, [1, 2]).await;
     }
 }
 
@@ -269,34 +223,17 @@ async fn a_lost_acknowledgement_is_recognised_without_a_duplicate() {
 // ("taken after a failed PUT") instead of writing its rows again at the next slot.
 #[tokio::test]
 async fn a_slot_taken_by_other_bytes_after_a_failed_put_poisons_the_writer() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = Arc::new(
-            shard
-                .open(WriterConfig {
-                    wal_persist_retry_base_delay_ms: 500,
-                    ..durable()
-                })
-                .await,
-        );
-        backend.store.faults().fail_wal_puts(1);
-        let put = {
-            let w = w.clone();
-            tokio::spawn(async move { w.put(vec![batch([1])]).await })
-        };
+    for (backend, shard) in each_backend() {
+        let config = durable().with(|c| c.wal_persist_retry_base_delay_ms = 500);
+        let w = Arc::new(shard.open_failing_wal_puts(config, 1).await);
+        let put = spawn_put(&w, vec![batch([1])]);
         while backend.store.faults().wal_put_attempts() == 0 {
             tokio::task::yield_now().await;
         }
-        let path = backend.store.shard_paths(shard.id).wal_entry(1);
-        backend
-            .plant(&path, encode_entry(w.epoch(), &[batch([9])]).unwrap())
-            .await;
+        let other = encode_entry(w.epoch(), &[batch([9])]).unwrap();
+        backend.plant_wal_entry(shard.id, 1, other).await;
         let e = put.await.unwrap().unwrap_err();
-        assert_eq!(
-            e.fence_reason(),
-            Some(FenceReason::PersistenceFailure),
-            "{e}"
-        );
+        assert_persistence_failure(&e);
         assert!(e.to_string().contains("taken after a failed PUT"), "{e}");
         assert!(shard.tailer().await.read(2).await.unwrap().is_none());
     }
@@ -306,46 +243,25 @@ async fn a_slot_taken_by_other_bytes_after_a_failed_put_poisons_the_writer() {
 // error and latches it, so the writer's checks and later calls fail fast.
 #[tokio::test]
 async fn a_persistence_failure_wakes_the_waiter_and_latches() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_persist_retries: 1,
-        ..durable()
-    };
-    let w = shard.open(config).await;
-    backend.store.faults().fail_wal_puts(u64::MAX);
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.max_wal_persist_retries = 1);
+    let w = shard.open_failing_wal_puts(config, u64::MAX).await;
     let (_, watcher) = w.put_no_wait(vec![batch([1])]).await.unwrap();
-    let e = tokio::time::timeout(HANG_GUARD, watcher.unwrap().wait())
-        .await
-        .expect("the watcher must not hang")
-        .unwrap_err();
-    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    let waited = within_hang_guard("the watcher", watcher.unwrap().wait()).await;
+    assert_persistence_failure(&waited.unwrap_err());
     assert_eq!(backend.store.faults().wal_put_attempts(), 2);
-    let e = w.check_fenced().await.unwrap_err();
-    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-    let e = w.put_no_wait(vec![batch([2])]).await.unwrap_err();
-    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
-    let e = w.flush().await.unwrap_err();
-    assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+    assert_persistence_failure(&w.check_fenced().await.unwrap_err());
+    assert_persistence_failure(&w.put_no_wait(vec![batch([2])]).await.unwrap_err());
+    assert_persistence_failure(&w.flush().await.unwrap_err());
     assert_eq!(backend.store.faults().wal_put_attempts(), 2, "no more I/O");
 }
 
 // WAL entries hold exactly the batches of one append, in insert order, across rotations.
 #[tokio::test]
 async fn wal_order_is_insert_order_across_rotations() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_memtable_batches: 2,
-            ..non_durable()
-        };
-        let w = shard.open(config).await;
-        let mut expected = Vec::new();
-        for i in 0..7 {
-            let b: RecordBatch = batch([i]);
-            w.put(vec![b]).await.unwrap();
-            expected.push(i);
-        }
+    for (backend, shard) in each_backend() {
+        let config = non_durable().with(|c| c.max_memtable_batches = 2);
+        let w = shard.open_and_put(config, batch_per_id(0..7)).await;
         w.flush().await.unwrap();
         let t = shard.tailer().await;
         let n = t.next_position().await.unwrap();
@@ -353,34 +269,19 @@ async fn wal_order_is_insert_order_across_rotations() {
         for p in 1..n {
             got.extend(ids(&t.read(p).await.unwrap().unwrap().batches));
         }
-        assert_eq!(got, expected, "{}", backend.name);
-        w.close().await.unwrap();
-        shard.assert_recovered(expected.iter().copied()).await;
+        assert_eq!(got, (0..7).collect::<Vec<_>>(), "{}", backend.name);
+        shard.close_and_assert_recovered(w, 0..7).await;
     }
 }
 
 // A poisoned writer's waiters all get the first latched error, even ones queued behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_queued_waiter_gets_the_latched_error() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_persist_retries: 0,
-        ..durable()
-    };
-    let w = Arc::new(shard.open(config).await);
-    backend.store.faults().fail_wal_puts(u64::MAX);
-    let puts = (0..16).map(|i| {
-        let w = w.clone();
-        tokio::spawn(async move { w.put(vec![batch([i])]).await })
-    });
-    for r in futures::future::join_all(puts).await {
-        let e = r.unwrap().unwrap_err();
-        assert_eq!(
-            e.fence_reason(),
-            Some(FenceReason::PersistenceFailure),
-            "{e}"
-        );
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.max_wal_persist_retries = 0);
+    let w = Arc::new(shard.open_failing_wal_puts(config, u64::MAX).await);
+    for r in put_concurrently(&w, (0..16).map(|i| vec![batch([i])])).await {
+        assert_persistence_failure(&r.unwrap_err());
     }
     assert_eq!(backend.store.faults().wal_put_attempts(), 1);
 }
@@ -388,14 +289,9 @@ async fn every_queued_waiter_gets_the_latched_error() {
 // Reference §3.2: retries at one slot back off exponentially from the base delay.
 #[tokio::test(start_paused = true)]
 async fn retries_back_off_exponentially() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        wal_persist_retry_base_delay_ms: 100,
-        ..durable()
-    };
-    let w = shard.open(config).await;
-    backend.store.faults().fail_wal_puts(3);
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.wal_persist_retry_base_delay_ms = 100);
+    let w = shard.open_failing_wal_puts(config, 3).await;
     let started = tokio::time::Instant::now();
     w.put(vec![batch([1])]).await.unwrap();
     // 100 + 200 + 400 ms of backoff before the fourth attempt.
@@ -413,37 +309,23 @@ async fn retries_back_off_exponentially() {
 // retries; a successor's claim is terminal at once.
 #[tokio::test(start_paused = true)]
 async fn a_failed_put_checks_for_a_successor_before_retrying() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_wal_persist_retries: 10,
-            wal_persist_retry_base_delay_ms: 1000,
-            ..durable()
-        };
-        let a = shard.open(config).await;
-        a.put(vec![batch([1])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let config = durable().with(|c| {
+            c.max_wal_persist_retries = 10;
+            c.wal_persist_retry_base_delay_ms = 1000;
+        });
+        let a = shard.open_and_put(config, [batch([1])]).await;
         // The successor writes through a handle of its own, without faults.
-        let peer = Shard {
-            store: backend.second_handle(),
-            id: shard.id,
-        };
+        let peer = shard.through(backend.second_handle());
         let b = peer.open(durable()).await;
         backend.store.faults().fail_wal_puts(u64::MAX);
         let started = tokio::time::Instant::now();
-        let e = a.put(vec![batch([2])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        assert_eq!(
-            backend.store.faults().wal_put_attempts(),
-            2,
-            "{}",
-            backend.name
-        );
-        assert!(
-            started.elapsed() < Duration::from_millis(1000),
-            "no backoff"
-        );
-        b.close().await.unwrap();
-        peer.assert_recovered([1]).await;
+        assert_peer_claimed(&a.put(vec![batch([2])]).await.unwrap_err());
+        let attempts = backend.store.faults().wal_put_attempts();
+        assert_eq!(attempts, 2, "{}", backend.name);
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_millis(1000), "no backoff");
+        peer.close_and_assert_recovered(b, [1]).await;
     }
 }
 
@@ -451,26 +333,18 @@ async fn a_failed_put_checks_for_a_successor_before_retrying() {
 // retry; the open succeeds and the sentinel is not written twice.
 #[tokio::test]
 async fn a_lost_acknowledgement_of_the_fence_sentinel_is_recognised() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(durable()).await;
-        a.put(vec![batch([1])]).await.unwrap();
-        drop(a);
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1])]).await;
         backend.store.faults().set_lost_ack(true);
         backend.store.faults().fail_wal_puts(1);
         let b = shard.open(durable()).await;
         backend.store.faults().recover();
-        assert_eq!(
-            b.wal_stats().fence_sentinel_position,
-            Some(2),
-            "{}",
-            backend.name
-        );
-        assert_eq!(b.wal_stats().next_wal_entry_position, 3);
+        let s = b.wal_stats();
+        let positions = (s.fence_sentinel_position, s.next_wal_entry_position);
+        assert_eq!(positions, (Some(2), 3), "{}", backend.name);
         b.put(vec![batch([2])]).await.unwrap();
-        b.close().await.unwrap();
+        shard.close_and_assert_recovered(b, [1, 2]).await;
         assert_eq!(shard.wal_len().await, 3);
-        shard.assert_recovered([1, 2]).await;
     }
 }
 
@@ -478,24 +352,15 @@ async fn a_lost_acknowledgement_of_the_fence_sentinel_is_recognised() {
 // recoverable by the next open.
 #[tokio::test]
 async fn a_sentinel_that_cannot_be_written_fails_the_open() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let a = shard.open(durable()).await;
-    a.put(vec![batch([1])]).await.unwrap();
-    drop(a);
+    let (backend, shard) = Backend::memory().with_shard();
+    shard.crash_after(durable(), [batch([1])]).await;
     backend.store.faults().fail_wal_puts(u64::MAX);
-    let e = shard
-        .try_open(WriterConfig {
-            max_wal_persist_retries: 1,
-            ..durable()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Io, "{e}");
-    assert!(e.to_string().contains("fence sentinel"), "{e}");
+    let config = durable().with(|c| c.max_wal_persist_retries = 1);
+    let e = shard.try_open(config).await.unwrap_err();
+    assert_error(&e, ErrorCode::Io, "fence sentinel");
     backend.store.faults().recover();
     let c = shard.open(durable()).await;
-    assert_eq!(ids(&c.scan().await.unwrap()), vec![1]);
+    assert_eq!(scanned_ids(&c).await, vec![1]);
     c.close().await.unwrap();
 }
 
@@ -532,24 +397,16 @@ async fn a_put_retried_inside_the_client_is_recognised_as_ours() {
     let store =
         Forwarding::in_memory(RetriedInsideTheClient(AtomicU32::new(2))).store("retrying-client");
     let shard = Shard::new(&store);
-    let w = shard.open(durable()).await;
-    w.put(vec![batch([1])]).await.unwrap();
-    w.put(vec![batch([2])]).await.unwrap();
-    w.put(vec![batch([3])]).await.unwrap();
+    let w = shard.open_and_put(durable(), batch_per_id(1..4)).await;
     assert_eq!(shard.wal_len().await, 3);
-    w.close().await.unwrap();
-    shard.assert_recovered([1, 2, 3]).await;
+    shard.close_and_assert_recovered(w, 1..4).await;
 }
 
 // The manifest is only a hint for a tailer: a damaged one must not hide the WAL tip.
 #[tokio::test]
 async fn a_tailer_finds_the_tip_past_a_corrupt_manifest() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(durable()).await;
-        w.put(vec![batch([1])]).await.unwrap();
-        w.put(vec![batch([2])]).await.unwrap();
-        drop(w);
+    for (backend, shard) in each_backend() {
+        shard.crash_after(durable(), [batch([1]), batch([2])]).await;
         let manifest = backend.store.shard_paths(shard.id).manifest(2);
         backend
             .plant(&manifest, bytes::Bytes::from_static(b"not a manifest"))

@@ -5,21 +5,17 @@ mod support;
 
 use std::sync::Arc;
 
-use memwal_core::{ErrorCode, FenceReason, ShardWriter, WriterConfig};
+use memwal_core::{ErrorCode, WriterConfig};
 use support::*;
 
 fn wal_only(config: WriterConfig) -> WriterConfig {
-    WriterConfig {
-        enable_memtable: false,
-        ..config
-    }
+    config.with(|c| c.enable_memtable = false)
 }
 
 // Reference §8.2 scenario 32.
 #[tokio::test]
 async fn durable_puts_round_trip_through_the_tailer() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(wal_only(durable())).await;
         let r = w.put(vec![rows(0, 4)]).await.unwrap();
         assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
@@ -44,26 +40,21 @@ async fn durable_puts_round_trip_through_the_tailer() {
 // Reference §8.2 scenario 34.
 #[tokio::test]
 async fn empty_batch_lists_and_empty_batches_are_rejected() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(wal_only(durable())).await;
     let e = w.put(vec![]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidArgument);
-    assert!(e.to_string().contains("empty batch list"), "{e}");
+    assert_error(&e, ErrorCode::InvalidArgument, "empty batch list");
     let e = w.put(vec![rows(0, 0)]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidArgument);
-    assert!(e.to_string().contains("Batch 0 is empty"), "{e}");
+    assert_error(&e, ErrorCode::InvalidArgument, "Batch 0 is empty");
     // Rejected input is not terminal.
     w.put(vec![rows(0, 1)]).await.unwrap();
-    w.close().await.unwrap();
-    shard.assert_recovered([0]).await;
+    shard.close_and_assert_recovered(w, [0]).await;
 }
 
 // Reference §8.2 scenario 35.
 #[tokio::test]
 async fn memtable_accessors_fail_naming_wal_only_mode() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(wal_only(durable())).await;
     let errors = [
         w.memtable_stats().unwrap_err(),
@@ -73,8 +64,7 @@ async fn memtable_accessors_fail_naming_wal_only_mode() {
         w.wait_for_flush_drain().await.unwrap_err(),
     ];
     for e in errors {
-        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
-        assert!(e.to_string().contains("WAL-only mode"), "{e}");
+        assert_error(&e, ErrorCode::InvalidArgument, "WAL-only mode");
     }
     // put_no_wait inserted nothing.
     w.close().await.unwrap();
@@ -84,12 +74,8 @@ async fn memtable_accessors_fail_naming_wal_only_mode() {
 // Reference §8.2 scenario 36.
 #[tokio::test]
 async fn non_durable_puts_are_batched_into_one_entry_at_close() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_wal_buffer_size: 100 << 20,
-            ..wal_only(non_durable())
-        };
+    for (backend, shard) in each_backend() {
+        let config = wal_only(non_durable()).with(|c| c.max_wal_buffer_size = 100 << 20);
         let w = shard.open(config).await;
         for i in 0..3 {
             let r = w.put(vec![rows(i * 10, 10)]).await.unwrap();
@@ -106,126 +92,64 @@ async fn non_durable_puts_are_batched_into_one_entry_at_close() {
     }
 }
 
-// Reference §8.2 scenario 37.
-#[tokio::test]
-async fn a_successor_fences_the_stale_writer() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = shard.open(wal_only(durable())).await;
-        a.put(vec![batch([1])]).await.unwrap();
+// Reference §8.2 scenarios 37 and 39: a successor fences the stale writer; each of its puts,
+// also concurrent ones, fails with the fence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_fences_every_put_of_the_stale_writer() {
+    for (_backend, shard) in each_backend() {
+        let a = Arc::new(shard.open_and_put(wal_only(durable()), [batch([1])]).await);
         let b = shard.open(wal_only(durable())).await;
         assert!(b.epoch() > a.epoch());
         b.put(vec![batch([2])]).await.unwrap();
-        let e = a.put(vec![batch([3])]).await.unwrap_err();
-        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        assert!(e.to_string().contains("Writer fenced"), "{e}");
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
-    }
-}
-
-// Reference §8.2 scenario 38, with waits on the trigger's effect instead of sleeps. Every put
-// crosses the 1-byte buffer, so every put gets an entry of its own, also after the first drain.
-#[tokio::test]
-async fn size_trigger_fires_for_every_put_that_crosses_the_buffer() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_wal_buffer_size: 1,
-            ..wal_only(non_durable())
-        };
-        let w = shard.open(config).await;
-        for i in 0..3 {
-            w.put(vec![rows(i * 10, 10)]).await.unwrap();
-            let want = i as u64 + 1;
-            wait_until(&format!("{want} entries are appended"), || {
-                w.wal_stats().entries_appended >= want
-            })
-            .await;
+        for r in put_concurrently(&a, [vec![batch([3])], vec![batch([4])]]).await {
+            assert_peer_claimed(&r.unwrap_err());
         }
-        w.close().await.unwrap();
-        let entries = shard.wal_entries().await;
-        assert_eq!(
-            entries.iter().map(|e| e.2).collect::<Vec<_>>(),
-            vec![10, 10, 10],
-            "{}",
-            backend.name
-        );
+        assert_peer_claimed(&a.put(vec![batch([5])]).await.unwrap_err());
+        shard.close_and_assert_recovered(b, [1, 2]).await;
     }
 }
 
-// Reference §8.2 scenario 38: the size trigger keeps firing after a drain also when each put is
-// smaller than the buffer; here every second put crosses it.
+// Reference §8.2 scenario 38, with waits on the trigger's effect instead of sleeps. With a
+// 1-byte buffer every put crosses it, so every put gets an entry of its own, also after the
+// first drain; with a buffer of two puts, every second put crosses it: the size trigger keeps
+// firing after a drain also when each put is smaller than the buffer.
 #[tokio::test]
-async fn size_trigger_keeps_firing_after_a_drain() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+async fn the_size_trigger_keeps_firing_after_a_drain() {
     let one = memwal_core::batch_store::estimated_batch_bytes(&rows(0, 10));
-    let config = WriterConfig {
-        max_wal_buffer_size: one * 2,
-        ..wal_only(non_durable())
-    };
-    let w = shard.open(config).await;
-    for i in 0..6 {
-        w.put(vec![rows(i * 10, 10)]).await.unwrap();
-        if i % 2 == 1 {
-            let want = (i as u64).div_ceil(2);
-            wait_until(&format!("{want} entries are appended"), || {
-                w.wal_stats().entries_appended >= want
-            })
-            .await;
+    for (buffer, puts_per_entry, puts) in [(1, 1, 3), (2 * one, 2, 6)] {
+        for (backend, shard) in each_backend() {
+            let config = wal_only(non_durable()).with(|c| c.max_wal_buffer_size = buffer);
+            let w = shard.open(config).await;
+            for i in 0..puts {
+                w.put(vec![rows(i * 10, 10)]).await.unwrap();
+                if (i + 1) % puts_per_entry == 0 {
+                    let want = ((i + 1) / puts_per_entry) as u64;
+                    wait_until(&format!("{want} entries are appended"), || {
+                        w.wal_stats().entries_appended >= want
+                    })
+                    .await;
+                }
+            }
+            let appended = w.wal_stats().entries_appended;
+            assert_eq!(appended, (puts / puts_per_entry) as u64, "{}", backend.name);
+            w.close().await.unwrap();
+            let rows_per_entry = vec![10 * puts_per_entry as usize; appended as usize];
+            assert_eq!(shard.wal_rows().await, rows_per_entry, "{}", backend.name);
         }
-    }
-    assert_eq!(w.wal_stats().entries_appended, 3);
-    w.close().await.unwrap();
-    assert_eq!(
-        shard
-            .wal_entries()
-            .await
-            .iter()
-            .map(|e| e.2)
-            .collect::<Vec<_>>(),
-        vec![20, 20, 20]
-    );
-}
-
-// Reference §8.2 scenario 39.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_puts_of_a_fenced_writer_all_fail() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let a = Arc::new(shard.open(wal_only(durable())).await);
-        a.put(vec![batch([1])]).await.unwrap();
-        let b = shard.open(wal_only(durable())).await;
-        b.put(vec![batch([2])]).await.unwrap();
-        let puts = [3, 4].map(|i| {
-            let a = a.clone();
-            tokio::spawn(async move { a.put(vec![batch([i])]).await })
-        });
-        for r in futures::future::join_all(puts).await {
-            let e = r.unwrap().unwrap_err();
-            assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        }
-        b.close().await.unwrap();
-        shard.assert_recovered([1, 2]).await;
     }
 }
 
 // Reference §8.2 scenario 40.
 #[tokio::test]
 async fn stats_count_puts_and_wal_flushes_but_no_memtable_flush() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let w = shard.open(wal_only(durable())).await;
-    w.put(vec![rows(0, 3)]).await.unwrap();
+    let (_backend, shard) = Backend::memory().with_shard();
+    let w = shard.open_and_put(wal_only(durable()), [rows(0, 3)]).await;
     w.close().await.unwrap();
     let s = w.stats();
-    assert_eq!(s.put_count, 1);
-    assert_eq!(s.put_rows, 3);
+    assert_eq!((s.put_count, s.put_rows), (1, 3));
     assert_eq!(s.wal_flush_count, 1);
     assert!(s.wal_flush_bytes > 0);
-    assert_eq!(s.memtable_flush_count, 0);
-    assert_eq!(s.backpressure_events, 0);
+    assert_eq!((s.memtable_flush_count, s.backpressure_events), (0, 0));
 }
 
 // Reference §8.2 scenario 31, and memwal's WAL-only close hint: close records the tip in the
@@ -233,11 +157,8 @@ async fn stats_count_puts_and_wal_flushes_but_no_memtable_flush() {
 // past its own fence sentinel before any put.
 #[tokio::test]
 async fn reopen_seeds_the_next_wal_position_from_the_close_hint() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(wal_only(durable())).await;
-        w.put(vec![batch([1])]).await.unwrap();
-        w.close().await.unwrap();
+    for (backend, shard) in each_backend() {
+        shard.close_after(wal_only(durable()), [batch([1])]).await;
         let m = shard.manifest().await;
         assert_eq!(m.wal_entry_position_last_seen, 1, "{}", backend.name);
         assert_eq!(m.flushed_generations.len(), 0);
@@ -249,34 +170,23 @@ async fn reopen_seeds_the_next_wal_position_from_the_close_hint() {
         w.put(vec![batch([2])]).await.unwrap();
         w.close().await.unwrap();
         assert_eq!(shard.manifest().await.wal_entry_position_last_seen, 3);
-        assert_eq!(
-            shard.wal_entries().await,
-            vec![(1, 1, 1), (3, 2, 1)],
-            "{}",
-            backend.name
-        );
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries, vec![(1, 1, 1), (3, 2, 1)], "{}", backend.name);
     }
 }
 
 // Reference §8.2 scenario 17 (WAL-only variant).
 #[tokio::test]
 async fn close_reports_a_final_wal_persistence_failure() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_buffer_size: 100 << 20,
-        max_wal_persist_retries: 0,
-        ..wal_only(non_durable())
-    };
-    let w = shard.open(config).await;
-    w.put(vec![rows(0, 10)]).await.unwrap();
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = wal_only(non_durable()).with(|c| {
+        c.max_wal_buffer_size = 100 << 20;
+        c.max_wal_persist_retries = 0;
+    });
+    let w = shard.open_and_put(config, [rows(0, 10)]).await;
     backend.store.faults().fail_wal_puts(u64::MAX);
     let e = w.close().await.unwrap_err();
-    assert_eq!(
-        e.fence_reason(),
-        Some(FenceReason::PersistenceFailure),
-        "{e}"
-    );
+    assert_persistence_failure(&e);
     assert!(
         e.to_string().contains("injected transient WAL put failure"),
         "{e}"
@@ -284,18 +194,15 @@ async fn close_reports_a_final_wal_persistence_failure() {
     assert_eq!(backend.store.faults().wal_put_attempts(), 1);
     // The failed close committed no tip hint and left the writer closed.
     assert_eq!(shard.manifest().await.wal_entry_position_last_seen, 0);
-    assert_eq!(
-        w.put(vec![rows(0, 1)]).await.unwrap_err().code(),
-        ErrorCode::Closed
-    );
+    let e = w.put(vec![rows(0, 1)]).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed);
 }
 
 // Reference §10.20: durable WAL-only writes need no ticker; each durable put triggers its own
 // append, and positions stay writer-lifetime monotonic across appends.
 #[tokio::test]
 async fn durable_puts_need_no_ticker_and_positions_are_lifetime_monotonic() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(wal_only(durable())).await;
     for i in 0..5 {
         let r = w.put(vec![batch([i]), batch([100 + i])]).await.unwrap();
@@ -310,15 +217,10 @@ async fn durable_puts_need_no_ticker_and_positions_are_lifetime_monotonic() {
 // completes only when its own batches are appended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_durable_puts_share_entries() {
-    let backend = Backend::local();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::local().with_shard();
     let w = Arc::new(shard.open(wal_only(durable())).await);
-    let puts = (0..64).map(|i| {
-        let w = w.clone();
-        tokio::spawn(async move { w.put(vec![batch([i])]).await })
-    });
-    for r in futures::future::join_all(puts).await {
-        r.unwrap().unwrap();
+    for r in put_concurrently(&w, (0..64).map(|i| vec![batch([i])])).await {
+        r.unwrap();
     }
     let entries = shard.wal_len().await;
     assert!(entries < 64, "{entries} entries for 64 puts");
@@ -331,71 +233,50 @@ async fn concurrent_durable_puts_share_entries() {
 // A WAL-only shard is recovered by a MemTable-mode writer: it replays every entry.
 #[tokio::test]
 async fn a_memtable_writer_replays_what_a_wal_only_writer_wrote() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(wal_only(durable())).await;
-        w.put(vec![batch([1, 2])]).await.unwrap();
-        w.put(vec![batch([3])]).await.unwrap();
-        drop(w);
+    for (_backend, shard) in each_backend() {
+        shard
+            .crash_after(wal_only(durable()), [batch([1, 2]), batch([3])])
+            .await;
         let m = shard.open(durable()).await;
-        assert_eq!(ids(&m.scan().await.unwrap()), vec![1, 2, 3]);
+        assert_eq!(scanned_ids(&m).await, vec![1, 2, 3]);
         assert_eq!(m.memtable_stats().unwrap().row_count, 3);
-        m.close().await.unwrap();
-        shard.assert_recovered([1, 2, 3]).await;
+        shard.close_and_assert_recovered(m, [1, 2, 3]).await;
         // The replayed rows were not appended a second time.
-        assert_eq!(
-            shard.wal_entries().await.iter().map(|e| e.2).sum::<usize>(),
-            3
-        );
+        assert_eq!(shard.wal_rows().await.iter().sum::<usize>(), 3);
     }
 }
 
 // A WAL-only writer does not replay: it opens empty and appends after the tip.
 #[tokio::test]
 async fn open_does_not_replay_and_appends_after_the_tip() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
+    shard.crash_after(wal_only(durable()), [batch([1])]).await;
     let w = shard.open(wal_only(durable())).await;
-    w.put(vec![batch([1])]).await.unwrap();
-    drop(w);
-    let w: ShardWriter = shard.open(wal_only(durable())).await;
     let r = w.put(vec![batch([2])]).await.unwrap();
     assert_eq!(r.batch_positions.start, 0, "lifetime positions restart");
-    w.close().await.unwrap();
-    shard.assert_recovered([1, 2]).await;
+    shard.close_and_assert_recovered(w, [1, 2]).await;
 }
 
 // Reference §8.2 scenario 6 (WAL-only variant): abort while a durable put waits on its append
 // fails the put with the handler-exited error; it never hangs or succeeds.
 #[tokio::test]
 async fn abort_while_a_durable_put_waits_fails_the_put() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        max_wal_persist_retries: 10,
-        wal_persist_retry_base_delay_ms: 1000,
-        ..wal_only(durable())
-    };
-    let w = Arc::new(shard.open(config).await);
-    backend.store.faults().fail_wal_puts(u64::MAX);
-    let put = {
-        let w = w.clone();
-        tokio::spawn(async move { w.put(vec![batch([1])]).await })
-    };
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = wal_only(durable()).with(|c| {
+        c.max_wal_persist_retries = 10;
+        c.wal_persist_retry_base_delay_ms = 1000;
+    });
+    let w = Arc::new(shard.open_failing_wal_puts(config, u64::MAX).await);
+    let put = spawn_put(&w, vec![batch([1])]);
     wait_until("the append is being retried", || {
         backend.store.faults().wal_put_attempts() > 0
     })
     .await;
     w.abort().await.unwrap();
-    let e = tokio::time::timeout(HANG_GUARD, put)
+    let e = within_hang_guard("the put", put)
         .await
-        .expect("must not hang")
         .unwrap()
         .unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("WAL flush handler exited before reporting durability"),
-        "{e}"
-    );
-    assert_eq!(e.code(), ErrorCode::Closed);
+    let exited = "WAL flush handler exited before reporting durability";
+    assert_error(&e, ErrorCode::Closed, exited);
 }

@@ -7,16 +7,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use memwal_core::{ErrorCode, WriterConfig};
+use memwal_core::{ErrorCode, ShardReader, ShardWriter};
 use support::*;
 
 // Reference §8.2 scenario 7.
 #[tokio::test]
 async fn a_basic_put_lands_in_the_active_memtable() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (_backend, shard) in each_backend() {
         let w = shard.open(non_durable()).await;
         let r = w.put(vec![rows(0, 10)]).await.unwrap();
         assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
@@ -24,28 +23,22 @@ async fn a_basic_put_lands_in_the_active_memtable() {
         let s = w.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.batch_count), (10, 1));
         assert!(s.estimated_size > 0);
-        w.close().await.unwrap();
-        shard.assert_recovered(0..10).await;
+        shard.close_and_assert_recovered(w, 0..10).await;
     }
 }
 
 // Reference §8.2 scenario 8.
 #[tokio::test]
 async fn put_no_wait_is_visible_in_memory_then_durable() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let (r, watcher) = w.put_no_wait(vec![rows(0, 10)]).await.unwrap();
         assert_eq!((r.batch_positions.start, r.batch_positions.end), (0, 1));
         let watcher = watcher.expect("durable mode returns a watcher");
         assert_eq!(w.memtable_stats().unwrap().row_count, 10);
         watcher.wait().await.unwrap();
-        assert_eq!(
-            shard.wal_entries().await,
-            vec![(1, 1, 10)],
-            "{}",
-            backend.name
-        );
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries, vec![(1, 1, 10)], "{}", backend.name);
         w.close().await.unwrap();
     }
 }
@@ -53,8 +46,7 @@ async fn put_no_wait_is_visible_in_memory_then_durable() {
 // Reference §8.2 scenario 9.
 #[tokio::test]
 async fn put_no_wait_in_non_durable_mode_returns_no_watcher() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(non_durable()).await;
     let (r, watcher) = w.put_no_wait(vec![rows(0, 10)]).await.unwrap();
     assert!(watcher.is_none());
@@ -67,8 +59,7 @@ async fn put_no_wait_in_non_durable_mode_returns_no_watcher() {
 // positions, and lands in one WAL entry.
 #[tokio::test]
 async fn a_multi_batch_put_takes_consecutive_positions() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
+    for (backend, shard) in each_backend() {
         let w = shard.open(durable()).await;
         let batches: Vec<RecordBatch> = (0..5).map(|i| rows(i * 10, 10)).collect();
         let r = w.put(batches).await.unwrap();
@@ -76,16 +67,11 @@ async fn a_multi_batch_put_takes_consecutive_positions() {
         assert_eq!(r.batch_positions.len(), 5);
         let s = w.memtable_stats().unwrap();
         assert_eq!((s.row_count, s.batch_count), (50, 5));
-        assert_eq!(
-            shard.wal_entries().await,
-            vec![(1, 1, 50)],
-            "{}",
-            backend.name
-        );
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries, vec![(1, 1, 50)], "{}", backend.name);
         let r = w.put(vec![rows(50, 1)]).await.unwrap();
         assert_eq!((r.batch_positions.start, r.batch_positions.end), (5, 6));
-        w.close().await.unwrap();
-        shard.assert_recovered(0..51).await;
+        shard.close_and_assert_recovered(w, 0..51).await;
     }
 }
 
@@ -93,105 +79,66 @@ async fn a_multi_batch_put_takes_consecutive_positions() {
 // `SchemaMismatch`, names what was wrong, inserts nothing, and is not terminal.
 #[tokio::test]
 async fn bad_input_is_rejected_without_side_effects() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(durable()).await;
 
     let e = w.put(vec![]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidArgument);
-    assert!(e.to_string().contains("empty batch list"), "{e}");
-
+    assert_error(&e, ErrorCode::InvalidArgument, "empty batch list");
     let e = w.put(vec![rows(0, 1), rows(1, 0)]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidArgument);
-    assert!(e.to_string().contains("Batch 1 is empty"), "{e}");
+    assert_error(&e, ErrorCode::InvalidArgument, "Batch 1 is empty");
 
-    let wrong_type = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("name", DataType::Utf8, true),
-    ]));
-    let b = RecordBatch::try_new(
-        wrong_type,
-        vec![
-            Arc::new(Int64Array::from(vec![1i64])),
-            Arc::new(StringArray::from(vec!["x"])),
-        ],
-    )
-    .unwrap();
+    let wrong_type = Field::new("id", DataType::Int64, false);
+    let b = batch_with(wrong_type, Arc::new(Int64Array::from(vec![1i64])), &["x"]);
     let e = w.put(vec![b]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::SchemaMismatch);
-    assert!(e.to_string().contains("`id`"), "{e}");
+    assert_error(&e, ErrorCode::SchemaMismatch, "`id`");
     assert!(e.to_string().contains("Int64"), "{e}");
 
-    let renamed = Arc::new(Schema::new(vec![
-        Field::new("key", DataType::Int32, false),
-        Field::new("name", DataType::Utf8, true),
-    ]));
-    let b = RecordBatch::try_new(
-        renamed,
-        vec![
-            Arc::new(Int32Array::from(vec![1])),
-            Arc::new(StringArray::from(vec!["x"])),
-        ],
-    )
-    .unwrap();
+    let renamed = Field::new("key", DataType::Int32, false);
+    let b = batch_with(renamed, Arc::new(Int32Array::from(vec![1])), &["x"]);
     let e = w.put(vec![b]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::SchemaMismatch);
-    assert!(e.to_string().contains("`key`"), "{e}");
+    assert_error(&e, ErrorCode::SchemaMismatch, "`key`");
 
     let one_field = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
     let b = RecordBatch::try_new(one_field, vec![Arc::new(Int32Array::from(vec![1]))]).unwrap();
     let e = w.put(vec![rows(0, 1), b]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::SchemaMismatch);
-    assert!(e.to_string().contains("batch 1 has 1 fields"), "{e}");
+    assert_error(&e, ErrorCode::SchemaMismatch, "batch 1 has 1 fields");
 
     // A nullable `id` is accepted when it holds no nulls, rejected when it does.
-    let loose = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int32, true),
-        Field::new("name", DataType::Utf8, true),
-    ]));
-    let with_null = RecordBatch::try_new(
-        loose.clone(),
-        vec![
-            Arc::new(Int32Array::from(vec![Some(1), None])),
-            Arc::new(StringArray::from(vec!["a", "b"])),
-        ],
-    )
-    .unwrap();
-    let e = w.put(vec![with_null]).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::SchemaMismatch);
-    assert!(e.to_string().contains("not nullable"), "{e}");
+    let loose = Field::new("id", DataType::Int32, true);
+    let with_null = Arc::new(Int32Array::from(vec![Some(1), None]));
+    let e = w
+        .put(vec![batch_with(loose.clone(), with_null, &["a", "b"])])
+        .await
+        .unwrap_err();
+    assert_error(&e, ErrorCode::SchemaMismatch, "not nullable");
 
     let s = w.memtable_stats().unwrap();
     assert_eq!((s.row_count, s.batch_count), (0, 0), "nothing was inserted");
     assert_eq!(shard.wal_len().await, 0);
     assert_eq!(w.stats().put_count, 0);
 
-    let no_nulls = RecordBatch::try_new(
-        loose,
-        vec![
-            Arc::new(Int32Array::from(vec![7])),
-            Arc::new(StringArray::from(vec!["a"])),
-        ],
-    )
-    .unwrap();
+    let no_nulls = batch_with(loose, Arc::new(Int32Array::from(vec![7])), &["a"]);
     w.put(vec![no_nulls]).await.unwrap();
     let scanned = w.scan().await.unwrap();
     assert_eq!(ids(&scanned), vec![7]);
-    assert_eq!(
-        scanned[0].schema(),
-        schema(),
-        "stored with the shard's schema"
-    );
-    w.close().await.unwrap();
-    shard.assert_recovered([7]).await;
+    let stored = scanned[0].schema();
+    assert_eq!(stored, schema(), "stored with the shard's schema");
+    shard.close_and_assert_recovered(w, [7]).await;
+}
+
+/// A batch of the columns `ids` (declared as `id`) and `names` (`name: Utf8`).
+fn batch_with(id: Field, ids: ArrayRef, names: &[&str]) -> RecordBatch {
+    let name = Field::new("name", DataType::Utf8, true);
+    let schema = Arc::new(Schema::new(vec![id, name]));
+    let names = Arc::new(StringArray::from(names.to_vec()));
+    RecordBatch::try_new(schema, vec![ids, names]).unwrap()
 }
 
 // Batches carrying schema metadata of their own are accepted; rows come back with the shard's
 // schema.
 #[tokio::test]
 async fn batch_schema_metadata_does_not_matter() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = shard.open(durable()).await;
     let b = rows(0, 2);
     let tagged = Arc::new(Schema::new_with_metadata(
@@ -203,24 +150,20 @@ async fn batch_schema_metadata_does_not_matter() {
     let scanned = w.scan().await.unwrap();
     assert_eq!(ids(&scanned), vec![0, 1]);
     assert_eq!(scanned[0].schema(), schema());
-    w.close().await.unwrap();
-    shard.assert_recovered([0, 1]).await;
+    shard.close_and_assert_recovered(w, [0, 1]).await;
 }
 
 // Reopening a shard with a different schema fails before claiming anything.
 #[tokio::test]
 async fn reopening_with_another_schema_is_a_schema_mismatch() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let w = shard.open(durable()).await;
-        w.put(vec![batch([1])]).await.unwrap();
-        w.close().await.unwrap();
+    for (backend, shard) in each_backend() {
+        shard.close_after(durable(), [batch([1])]).await;
         let before = shard.manifest().await;
         let other = Arc::new(Schema::new(vec![Field::new("x", DataType::Utf8, true)]));
-        let e =
-            memwal_core::ShardWriter::open(backend.store.clone(), other, on(shard.id, durable()))
-                .await
-                .unwrap_err();
+        let config = on(shard.id, durable());
+        let e = ShardWriter::open(shard.store.clone(), other, config)
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::SchemaMismatch, "{e}");
         assert_eq!(shard.manifest().await, before, "{}", backend.name);
     }
@@ -230,32 +173,25 @@ async fn reopening_with_another_schema_is_a_schema_mismatch() {
 // its append is not visible yet; after the append it is.
 #[tokio::test(start_paused = true)]
 async fn a_durable_scan_shows_only_appended_rows() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let config = WriterConfig {
-        wal_persist_retry_base_delay_ms: 1000,
-        ..durable()
-    };
-    let w = shard.open(config).await;
-    w.put(vec![batch([1])]).await.unwrap();
+    let (backend, shard) = Backend::memory().with_shard();
+    let config = durable().with(|c| c.wal_persist_retry_base_delay_ms = 1000);
+    let w = shard.open_and_put(config, [batch([1])]).await;
     backend.store.faults().fail_wal_puts(1);
     let (_, watcher) = w.put_no_wait(vec![batch([2])]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(ids(&w.scan().await.unwrap()), vec![1]);
+    assert_eq!(scanned_ids(&w).await, vec![1]);
     assert_eq!(w.memtable_stats().unwrap().row_count, 2);
     watcher.unwrap().wait().await.unwrap();
-    assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2]);
+    assert_eq!(scanned_ids(&w).await, vec![1, 2]);
     w.close().await.unwrap();
 }
 
 // Reference §10.5: in non-durable mode `scan` reads its own writes.
 #[tokio::test]
 async fn a_non_durable_scan_reads_its_own_writes() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
-    let w = shard.open(non_durable()).await;
-    w.put(vec![batch([1, 2])]).await.unwrap();
-    assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2]);
+    let (_backend, shard) = Backend::memory().with_shard();
+    let w = shard.open_and_put(non_durable(), [batch([1, 2])]).await;
+    assert_eq!(scanned_ids(&w).await, vec![1, 2]);
     assert_eq!(shard.wal_len().await, 0);
     w.close().await.unwrap();
 }
@@ -264,15 +200,12 @@ async fn a_non_durable_scan_reads_its_own_writes() {
 // frozen MemTables, then the active one.
 #[tokio::test]
 async fn scan_spans_generations_frozen_and_active_memtables_in_order() {
-    for backend in Backend::all() {
-        let shard = Shard::new(&backend.store);
-        let config = WriterConfig {
-            max_wal_persist_retries: 10,
-            wal_persist_retry_base_delay_ms: 20,
-            ..non_durable()
-        };
-        let w = shard.open(config).await;
-        w.put(vec![batch([1, 2])]).await.unwrap();
+    for (backend, shard) in each_backend() {
+        let config = non_durable().with(|c| {
+            c.max_wal_persist_retries = 10;
+            c.wal_persist_retry_base_delay_ms = 20;
+        });
+        let w = shard.open_and_put(config, [batch([1, 2])]).await;
         w.force_seal_active().await.unwrap();
         w.wait_for_flush_drain().await.unwrap();
         // Generation 2 stays frozen while its WAL append is being retried.
@@ -282,29 +215,24 @@ async fn scan_spans_generations_frozen_and_active_memtables_in_order() {
         w.put(vec![batch([4, 5])]).await.unwrap();
         let s = w.memtable_stats().unwrap();
         assert_eq!(s.frozen_memtable_count, 1, "{}", backend.name);
-        assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2, 3, 4, 5]);
+        assert_eq!(scanned_ids(&w).await, vec![1, 2, 3, 4, 5]);
         backend.store.faults().recover();
         w.wait_for_flush_drain().await.unwrap();
         assert_eq!(w.memtable_stats().unwrap().frozen_memtable_count, 0);
-        assert_eq!(ids(&w.scan().await.unwrap()), vec![1, 2, 3, 4, 5]);
-        w.close().await.unwrap();
-        shard.assert_recovered([1, 2, 3, 4, 5]).await;
+        assert_eq!(scanned_ids(&w).await, vec![1, 2, 3, 4, 5]);
+        shard.close_and_assert_recovered(w, 1..6).await;
     }
 }
 
 // Concurrent puts get disjoint position ranges, and every row is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_puts_get_disjoint_positions() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (_backend, shard) = Backend::memory().with_shard();
     let w = Arc::new(shard.open(non_durable()).await);
-    let puts = (0..32).map(|i| {
-        let w = w.clone();
-        tokio::spawn(async move { w.put(vec![batch([2 * i]), batch([2 * i + 1])]).await })
-    });
+    let puts = (0..32).map(|i| vec![batch([2 * i]), batch([2 * i + 1])]);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for r in futures::future::join_all(puts).await {
-        let r = r.unwrap().unwrap();
+    for r in put_concurrently(&w, puts).await {
+        let r = r.unwrap();
         assert_eq!(r.generation, Some(1));
         ranges.push((r.batch_positions.start, r.batch_positions.end));
     }
@@ -312,7 +240,7 @@ async fn concurrent_puts_get_disjoint_positions() {
     for (i, (start, end)) in ranges.iter().enumerate() {
         assert_eq!((*start, *end), (2 * i, 2 * i + 2));
     }
-    let mut got = ids(&w.scan().await.unwrap());
+    let mut got = scanned_ids(&w).await;
     got.sort();
     assert_eq!(got, (0..64).collect::<Vec<_>>());
     w.close().await.unwrap();
@@ -321,10 +249,9 @@ async fn concurrent_puts_get_disjoint_positions() {
 // The reader's scan carries the shard's schema even for a shard without rows.
 #[tokio::test]
 async fn the_reader_reports_the_shard_schema() {
-    let backend = Backend::memory();
-    let shard = Shard::new(&backend.store);
+    let (backend, shard) = Backend::memory().with_shard();
     let w = shard.open(durable()).await;
-    let r = memwal_core::ShardReader::open(backend.store.clone(), shard.id)
+    let r = ShardReader::open(backend.store.clone(), shard.id)
         .await
         .unwrap();
     let scanned = r.scan().await.unwrap();
@@ -332,9 +259,8 @@ async fn the_reader_reports_the_shard_schema() {
     assert_eq!(scanned.schema.fields(), schema().fields());
     assert_eq!(r.shard_id(), shard.id);
     w.close().await.unwrap();
-    let missing = memwal_core::ShardReader::open(backend.store.clone(), uuid::Uuid::new_v4())
+    let missing = ShardReader::open(backend.store.clone(), uuid::Uuid::new_v4())
         .await
         .unwrap_err();
-    assert_eq!(missing.code(), ErrorCode::InvalidArgument);
-    assert!(missing.to_string().contains("no manifest"), "{missing}");
+    assert_error(&missing, ErrorCode::InvalidArgument, "no manifest");
 }

@@ -10,30 +10,50 @@ use crate::error::{IntoNapi, invalid};
 use crate::ipc;
 use crate::store::NativeObjectStore;
 
+/// The static `open(store, shardId)` of the read-only handle class `$native { inner: $core }`:
+/// it opens the core's handle of that shard off the JavaScript thread. Both handles open the
+/// same way, and napi-rs needs the factory declared on each class, so it is written once, here.
+/// `$doc` is the method's TypeScript documentation. It is a string, not a `///` comment:
+/// napi-derive reads a doc attribute's literal as written, and a doc comment passed through a
+/// macro arrives as a raw string (`r"…"`), which would show in `binding.d.ts`.
+macro_rules! open_read_handle {
+    ($doc:literal, $native:ident, $core:ident, $ts_return:literal) => {
+        #[napi]
+        impl $native {
+            #[doc = $doc]
+            #[napi(ts_return_type = $ts_return, catch_unwind)]
+            pub fn open<'env>(
+                env: &'env Env,
+                store: &NativeObjectStore,
+                shard_id: String,
+            ) -> napi::Result<PromiseRaw<'env, $native>> {
+                let store = store.inner.clone();
+                let id = shard_uuid(&shard_id)?;
+                env.spawn_future(async move {
+                    Ok($native {
+                        inner: $core::open(store, id).await.napi()?,
+                    })
+                })
+            }
+        }
+    };
+}
+
 /// Read-only view of a shard.
 #[napi]
 pub struct NativeShardReader {
     inner: ShardReader,
 }
 
+open_read_handle!(
+    " Opens a shard for reading; fails if it has no manifest.",
+    NativeShardReader,
+    ShardReader,
+    "Promise<NativeShardReader>"
+);
+
 #[napi]
 impl NativeShardReader {
-    /// Opens a shard for reading; fails if it has no manifest.
-    #[napi(ts_return_type = "Promise<NativeShardReader>", catch_unwind)]
-    pub fn open<'env>(
-        env: &'env Env,
-        store: &NativeObjectStore,
-        shard_id: String,
-    ) -> napi::Result<PromiseRaw<'env, NativeShardReader>> {
-        let store = store.inner.clone();
-        let id = shard_uuid(&shard_id)?;
-        env.spawn_future(async move {
-            Ok(NativeShardReader {
-                inner: ShardReader::open(store, id).await.napi()?,
-            })
-        })
-    }
-
     /// Every recoverable row, as one Arrow IPC stream.
     #[napi(catch_unwind)]
     pub async fn scan(&self) -> napi::Result<Buffer> {
@@ -64,24 +84,15 @@ pub struct NativeWalTailer {
     inner: WalTailer,
 }
 
+open_read_handle!(
+    " A tailer over a shard's WAL.",
+    NativeWalTailer,
+    WalTailer,
+    "Promise<NativeWalTailer>"
+);
+
 #[napi]
 impl NativeWalTailer {
-    /// A tailer over a shard's WAL.
-    #[napi(ts_return_type = "Promise<NativeWalTailer>", catch_unwind)]
-    pub fn open<'env>(
-        env: &'env Env,
-        store: &NativeObjectStore,
-        shard_id: String,
-    ) -> napi::Result<PromiseRaw<'env, NativeWalTailer>> {
-        let store = store.inner.clone();
-        let id = shard_uuid(&shard_id)?;
-        env.spawn_future(async move {
-            Ok(NativeWalTailer {
-                inner: WalTailer::open(store, id).await.napi()?,
-            })
-        })
-    }
-
     /// The first position with no entry.
     #[napi(catch_unwind)]
     pub async fn next_position(&self) -> napi::Result<f64> {

@@ -310,11 +310,18 @@ fn fenced_by(shard: Uuid, local: u64, stored: u64) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
     use crate::manifest::FlushedGeneration;
     use arrow_schema::{DataType, Field};
 
     fn schema() -> Schema {
         Schema::new(vec![Field::new("id", DataType::Int32, false)])
+    }
+
+    /// `e` has `code`, and its message contains `part`.
+    fn assert_error(e: &Error, code: ErrorCode, part: &str) {
+        assert_eq!(e.code(), code, "{e}");
+        assert!(e.to_string().contains(part), "{e}");
     }
 
     fn stores() -> Vec<ManifestStore> {
@@ -424,11 +431,8 @@ mod tests {
             m.check_fenced(1).await.unwrap();
             m.claim_epoch(&schema(), "b").await.unwrap();
             let e = m.check_fenced(1).await.unwrap_err();
+            assert_error(&e, ErrorCode::Fenced, "local epoch 1 < stored epoch 2");
             assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
-            assert!(
-                e.to_string().contains("local epoch 1 < stored epoch 2"),
-                "{e}"
-            );
             m.check_fenced(2).await.unwrap();
             // commit_update of the fenced writer fails fast.
             let e = m
@@ -445,8 +449,7 @@ mod tests {
             m.claim_epoch(&schema(), "a").await.unwrap();
             let other = Schema::new(vec![Field::new("id", DataType::Int64, false)]);
             let e = m.claim_epoch(&other, "b").await.unwrap_err();
-            assert_eq!(e.code(), crate::ErrorCode::SchemaMismatch);
-            assert!(e.to_string().contains("`id`"), "{e}");
+            assert_error(&e, ErrorCode::SchemaMismatch, "`id`");
             assert_eq!(m.read_latest().await.unwrap().unwrap().writer_epoch, 1);
         }
     }
@@ -485,8 +488,7 @@ mod tests {
                 .await
                 .unwrap();
             let e = m.read_latest().await.unwrap_err();
-            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "{e}");
-            assert!(e.to_string().contains(path.as_ref()), "{e}");
+            assert_error(&e, ErrorCode::Corrupt, path.as_ref());
         }
     }
 

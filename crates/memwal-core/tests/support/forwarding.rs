@@ -184,21 +184,11 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
         self.inner.list_with_delimiter(prefix).await
     }
 
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
+    async fn copy_opts(&self, from: &Path, to: &Path, opts: CopyOptions) -> StoreResult<()> {
+        self.inner.copy_opts(from, to, opts).await
     }
 
-    async fn rename_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+    async fn rename_opts(&self, from: &Path, to: &Path, opts: RenameOptions) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, opts).await
     }
 }

@@ -1,35 +1,38 @@
-//! Shared harness for memwal-core integration tests: the test schema and batches, a
-//! [`Backend`] per store kind, the usual writer configs, a [`Shard`] with the checks most
-//! tests make, and waits that fail instead of hanging. Each test file includes it with
-//! `mod support;` and uses what it needs, hence `dead_code` is allowed here.
+//! Shared harness for memwal-core integration tests: the test schema and batches, the usual
+//! writer configs, concurrent puts, waits that fail instead of hanging, and the checks most
+//! tests make. Each test file includes it with `mod support;` and uses what it needs, hence
+//! `dead_code` and `unused_imports` are allowed here.
 //!
+//! - [`backend`]: [`Backend`], a store kind to run a test on, with raw access to its objects.
+//! - [`shard`]: [`Shard`], one shard in one store: opening writers, the steps a previous
+//!   owner leaves behind, and what a fresh reader recovers.
 //! - [`forwarding`]: an `ObjectStore` wrapper with hooks around puts and gets, for tests that
 //!   watch or break individual store operations.
 //! - [`seeded`]: the seeded generator and seed selection of the randomized tests.
 //!
 //! `s3.rs` (an in-process S3 server) is not part of this module: only the files that use it
 //! compile it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
+pub mod backend;
 pub mod forwarding;
 pub mod seeded;
+pub mod shard;
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use bytes::Bytes;
-use memwal_core::manifest::{ManifestStore, ShardManifest};
 use memwal_core::{
-    ErrorCode, FenceReason, ShardReader, ShardWriter, Store, WalTailer, WriterConfig,
+    ErrorCode, FenceReason, ShardReader, ShardWriter, Store, WalTailer, WriteResult, WriterConfig,
 };
-use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tokio::task::JoinHandle;
 use uuid::Uuid;
+
+pub use backend::{Backend, each_backend};
+pub use shard::Shard;
 
 /// `id: Int32 not null, name: Utf8` (the reference's test schema).
 pub fn schema() -> SchemaRef {
@@ -53,6 +56,12 @@ pub fn batch(ids: impl IntoIterator<Item = i32>) -> RecordBatch {
     .unwrap()
 }
 
+/// One single-row batch per id, in order: `open_and_put(config, batch_per_id(0..3))` makes
+/// three puts.
+pub fn batch_per_id(ids: impl IntoIterator<Item = i32>) -> impl Iterator<Item = RecordBatch> {
+    ids.into_iter().map(|i| batch([i]))
+}
+
 /// A batch of `rows` rows with ids starting at `start`.
 pub fn rows(start: i32, rows: usize) -> RecordBatch {
     batch(start..start + rows as i32)
@@ -73,136 +82,9 @@ pub fn ids(batches: &[RecordBatch]) -> Vec<i32> {
         .collect()
 }
 
-/// A named store kind, for running one test on every backend.
-pub struct Backend {
-    pub name: &'static str,
-    pub store: Store,
-    /// The same objects without memwal's wrapper (no faults), for planting objects a
-    /// misbehaving process could have written.
-    raw: Arc<dyn ObjectStore>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Backend {
-    pub fn memory() -> Self {
-        let raw: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        Backend {
-            name: "memory",
-            store: Store::from_object_store(raw.clone(), Path::default(), "memory://test"),
-            raw,
-            _dir: None,
-        }
-    }
-
-    pub fn local() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::local(dir.path()).unwrap();
-        Backend {
-            name: "local",
-            store,
-            // `Store::local` paths are relative to its directory.
-            raw: Arc::new(
-                object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap(),
-            ),
-            _dir: Some(dir),
-        }
-    }
-
-    /// Another handle on the same objects with its own fault controller, as a second process
-    /// would have.
-    pub fn second_handle(&self) -> Store {
-        match &self._dir {
-            Some(dir) => Store::local(dir.path()).unwrap(),
-            None => Store::from_object_store(self.raw.clone(), Path::default(), "memory://test"),
-        }
-    }
-
-    /// Writes `bytes` at `path` directly, bypassing memwal (and its put-if-absent).
-    pub async fn plant(&self, path: &Path, bytes: Bytes) {
-        self.raw
-            .put(path, PutPayload::from_bytes(bytes))
-            .await
-            .unwrap();
-    }
-
-    /// The object at `path` as stored, bypassing memwal; `None` if there is none.
-    pub async fn raw_get(&self, path: &Path) -> Option<Bytes> {
-        match self.raw.get(path).await {
-            Ok(r) => Some(r.bytes().await.unwrap()),
-            Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => panic!("reading {path}: {e}"),
-        }
-    }
-
-    /// Every object under `prefix` with its bytes, sorted by path.
-    pub async fn snapshot(&self, prefix: &Path) -> Vec<(Path, Bytes)> {
-        use futures::TryStreamExt;
-        let mut paths: Vec<Path> = self
-            .raw
-            .list(Some(prefix))
-            .map_ok(|m| m.location)
-            .try_collect()
-            .await
-            .unwrap();
-        paths.sort();
-        let mut out = Vec::new();
-        for path in paths {
-            let bytes = self.raw_get(&path).await.expect("listed object");
-            out.push((path, bytes));
-        }
-        out
-    }
-
-    /// A new, empty backend of the same kind.
-    pub fn fresh(&self) -> Backend {
-        match self._dir {
-            Some(_) => Backend::local(),
-            None => Backend::memory(),
-        }
-    }
-
-    /// Writes a file named `name` (which may be one `object_store` refuses to write, such as
-    /// its own `name#1` staging files) in directory `dir`, as a crashed process could have
-    /// left it.
-    pub async fn plant_file(&self, dir: &Path, name: &str, bytes: &[u8]) {
-        match self.path() {
-            Some(root) => {
-                let mut p = root.to_path_buf();
-                for part in dir.parts() {
-                    p.push(part.as_ref());
-                }
-                std::fs::create_dir_all(&p).unwrap();
-                std::fs::write(p.join(name), bytes).unwrap();
-            }
-            None => {
-                self.plant(&dir.clone().join(name), Bytes::copy_from_slice(bytes))
-                    .await
-            }
-        }
-    }
-
-    /// Names of every object under `prefix`, sorted.
-    pub async fn object_names(&self, prefix: &Path) -> Vec<String> {
-        use futures::TryStreamExt;
-        let mut names: Vec<String> = self
-            .raw
-            .list(Some(prefix))
-            .map_ok(|m| m.location.to_string())
-            .try_collect()
-            .await
-            .unwrap();
-        names.sort();
-        names
-    }
-
-    /// One of each.
-    pub fn all() -> Vec<Backend> {
-        vec![Backend::local(), Backend::memory()]
-    }
-
-    pub fn path(&self) -> Option<&std::path::Path> {
-        self._dir.as_ref().map(|d| d.path())
-    }
+/// Ids `w.scan()` returns, in order.
+pub async fn scanned_ids(w: &ShardWriter) -> Vec<i32> {
+    ids(&w.scan().await.unwrap())
 }
 
 /// Durable config with no ticker and big limits (reference §8 "durable cfg").
@@ -222,6 +104,19 @@ pub fn non_durable() -> WriterConfig {
     WriterConfig {
         durable_write: false,
         ..durable()
+    }
+}
+
+/// A config with one or two fields changed, in one expression:
+/// `durable().with(|c| c.max_memtable_batches = 2)`.
+pub trait With {
+    fn with(self, change: impl FnOnce(&mut Self)) -> Self;
+}
+
+impl With for WriterConfig {
+    fn with(mut self, change: impl FnOnce(&mut Self)) -> Self {
+        change(&mut self);
+        self
     }
 }
 
@@ -270,10 +165,67 @@ pub async fn recovered_ids(store: &Store, shard: Uuid) -> Vec<i32> {
     ids(&r.scan().await.unwrap().batches)
 }
 
+/// One put of `batches` on its own task, as a concurrent caller makes it.
+pub fn spawn_put(
+    w: &Arc<ShardWriter>,
+    batches: Vec<RecordBatch>,
+) -> JoinHandle<memwal_core::Result<WriteResult>> {
+    let w = w.clone();
+    tokio::spawn(async move { w.put(batches).await })
+}
+
+/// Every put of `puts` at once, each on its own task; their results in the order given.
+pub async fn put_concurrently(
+    w: &Arc<ShardWriter>,
+    puts: impl IntoIterator<Item = Vec<RecordBatch>>,
+) -> Vec<memwal_core::Result<WriteResult>> {
+    let tasks = puts.into_iter().map(|batches| spawn_put(w, batches));
+    futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("put task panicked"))
+        .collect()
+}
+
+/// `callers` concurrent tasks, each running `step` on its own ids one at a time and in order:
+/// caller `t` takes ids `t * 1000 .. t * 1000 + steps`. Returns every step's output, caller by
+/// caller. For many callers each making a stream of puts (`step` makes one put of `id`).
+pub async fn run_callers<T, F, Fut>(callers: i32, steps: i32, step: F) -> Vec<T>
+where
+    F: Fn(i32) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let tasks: Vec<_> = (0..callers)
+        .map(|t| {
+            let step = step.clone();
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                for id in t * 1000..t * 1000 + steps {
+                    out.push(step(id).await);
+                }
+                out
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.extend(t.await.expect("caller task panicked"));
+    }
+    out
+}
+
 /// How long a test waits for something that must happen before calling it a hang. Only a
 /// failing test ever waits this long, so it is generous: a loaded two-core machine must not
 /// turn a slow success into a failure.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The output of `fut`, which must come within [`HANG_GUARD`]; panics naming `what` if not.
+pub async fn within_hang_guard<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(HANG_GUARD, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} must not hang"))
+}
 
 /// Polls `cond` every millisecond (tokio time, so paused tests auto-advance) until it holds;
 /// panics naming `what` after [`HANG_GUARD`]. For background effects no call reports (triggers,
@@ -331,85 +283,23 @@ pub fn assert_no_violations(found: Vec<String>) {
 
 /// `e` is the fence a writer gets once a peer has claimed a higher epoch of its shard.
 pub fn assert_peer_claimed(e: &memwal_core::Error) {
+    assert_fenced(e, FenceReason::PeerClaimedEpoch, "peer claimed epoch");
+}
+
+/// `e` is the fence a writer gets once it cannot vouch for its WAL (a failed append).
+pub fn assert_persistence_failure(e: &memwal_core::Error) {
+    assert_fenced(e, FenceReason::PersistenceFailure, "persistence failure");
+}
+
+fn assert_fenced(e: &memwal_core::Error, reason: FenceReason, described: &str) {
     assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
-    assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-    assert!(
-        e.to_string()
-            .starts_with("Writer fenced (peer claimed epoch): "),
-        "{e}"
-    );
+    assert_eq!(e.fence_reason(), Some(reason), "{e}");
+    let prefix = format!("Writer fenced ({described}): ");
+    assert!(e.to_string().starts_with(&prefix), "{e}");
 }
 
-/// One shard in one store, with the checks most tests make.
-#[derive(Clone)]
-pub struct Shard {
-    pub store: Store,
-    pub id: Uuid,
-}
-
-impl Shard {
-    /// A new shard id in `store`.
-    pub fn new(store: &Store) -> Self {
-        Shard {
-            store: store.clone(),
-            id: Uuid::new_v4(),
-        }
-    }
-
-    /// Opens a writer of this shard; panics on failure.
-    pub async fn open(&self, config: WriterConfig) -> ShardWriter {
-        open(&self.store, self.id, config).await
-    }
-
-    /// Opens a writer of this shard.
-    pub async fn try_open(&self, config: WriterConfig) -> memwal_core::Result<ShardWriter> {
-        ShardWriter::open(self.store.clone(), schema(), on(self.id, config)).await
-    }
-
-    /// The manifest store of this shard (what an external process would use).
-    pub fn manifests(&self) -> ManifestStore {
-        ManifestStore::new(self.store.clone(), self.store.shard_paths(self.id))
-    }
-
-    /// The latest manifest; panics if there is none.
-    pub async fn manifest(&self) -> ShardManifest {
-        self.manifests()
-            .read_latest()
-            .await
-            .unwrap()
-            .expect("shard has a manifest")
-    }
-
-    pub async fn tailer(&self) -> WalTailer {
-        WalTailer::open(self.store.clone(), self.id).await.unwrap()
-    }
-
-    /// WAL entries, sentinels included.
-    pub async fn wal_len(&self) -> u64 {
-        wal_len(&self.store, self.id).await
-    }
-
-    /// Non-sentinel WAL entries as (position, epoch, rows).
-    pub async fn wal_entries(&self) -> Vec<(u64, u64, usize)> {
-        wal_entries(&self.store, self.id).await
-    }
-
-    /// Ids a fresh `ShardReader` recovers, in order.
-    pub async fn recovered_ids(&self) -> Vec<i32> {
-        recovered_ids(&self.store, self.id).await
-    }
-
-    /// A fresh reader recovers exactly `expected`, in this order.
-    pub async fn assert_recovered(&self, expected: impl IntoIterator<Item = i32>) {
-        let expected: Vec<i32> = expected.into_iter().collect();
-        assert_eq!(self.recovered_ids().await, expected, "recovered ids");
-    }
-
-    /// A fresh reader recovers every id at most once.
-    pub async fn assert_no_duplicates(&self) -> HashSet<i32> {
-        let got = self.recovered_ids().await;
-        let set: HashSet<i32> = got.iter().copied().collect();
-        assert_eq!(set.len(), got.len(), "duplicate ids recovered: {got:?}");
-        set
-    }
+/// `e` has code `code` and its message contains `text`.
+pub fn assert_error(e: &memwal_core::Error, code: ErrorCode, text: &str) {
+    assert_eq!(e.code(), code, "{e}");
+    assert!(e.to_string().contains(text), "{e}");
 }

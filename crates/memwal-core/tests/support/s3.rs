@@ -211,8 +211,56 @@ impl FaultyS3 {
     }
 }
 
-#[async_trait::async_trait]
-impl S3 for FaultyS3 {
+/// The `S3` implementation of [`FaultyS3`]. Each operation under `served` is `s3s-fs`'s,
+/// through [`FaultyS3::serve`] (latency, then faults by S3 operation name and key); `by` names
+/// the key a fault rule matches: the object's `key`, the listing's `prefix`, or `none`. The
+/// items after the list are written out: a PutObject with its conditional-write switches, and
+/// the operations no fault applies to.
+macro_rules! faulty_s3 {
+    (@key $req:ident key) => {
+        $req.input.key.clone()
+    };
+    (@key $req:ident prefix) => {
+        $req.input.prefix.clone().unwrap_or_default()
+    };
+    (@key $req:ident none) => {
+        String::new()
+    };
+    (
+        served {
+            $($method:ident($input:ident, $output:ident) as $op:literal by $key:ident;)*
+        }
+        $($item:item)*
+    ) => {
+        #[async_trait::async_trait]
+        impl S3 for FaultyS3 {
+            $(
+                async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    let key = faulty_s3!(@key req $key);
+                    self.serve($op, &key, req, |r| self.fs.$method(r)).await
+                }
+            )*
+            $($item)*
+        }
+    };
+}
+
+faulty_s3! {
+    served {
+        get_object(GetObjectInput, GetObjectOutput) as "GetObject" by key;
+        head_object(HeadObjectInput, HeadObjectOutput) as "HeadObject" by key;
+        list_objects_v2(ListObjectsV2Input, ListObjectsV2Output) as "ListObjectsV2" by prefix;
+        list_objects(ListObjectsInput, ListObjectsOutput) as "ListObjects" by prefix;
+        delete_object(DeleteObjectInput, DeleteObjectOutput) as "DeleteObject" by key;
+        delete_objects(DeleteObjectsInput, DeleteObjectsOutput) as "DeleteObjects" by none;
+        copy_object(CopyObjectInput, CopyObjectOutput) as "CopyObject" by key;
+        create_multipart_upload(CreateMultipartUploadInput, CreateMultipartUploadOutput)
+            as "CreateMultipartUpload" by key;
+        upload_part(UploadPartInput, UploadPartOutput) as "UploadPart" by key;
+        complete_multipart_upload(CompleteMultipartUploadInput, CompleteMultipartUploadOutput)
+            as "CompleteMultipartUpload" by key;
+    }
+
     async fn put_object(
         &self,
         mut req: S3Request<PutObjectInput>,
@@ -242,104 +290,11 @@ impl S3 for FaultyS3 {
         .await
     }
 
-    async fn get_object(
-        &self,
-        req: S3Request<GetObjectInput>,
-    ) -> S3Result<S3Response<GetObjectOutput>> {
-        let key = req.input.key.clone();
-        self.serve("GetObject", &key, req, |r| self.fs.get_object(r))
-            .await
-    }
-
-    async fn head_object(
-        &self,
-        req: S3Request<HeadObjectInput>,
-    ) -> S3Result<S3Response<HeadObjectOutput>> {
-        let key = req.input.key.clone();
-        self.serve("HeadObject", &key, req, |r| self.fs.head_object(r))
-            .await
-    }
-
-    async fn list_objects_v2(
-        &self,
-        req: S3Request<ListObjectsV2Input>,
-    ) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let key = req.input.prefix.clone().unwrap_or_default();
-        self.serve("ListObjectsV2", &key, req, |r| self.fs.list_objects_v2(r))
-            .await
-    }
-
-    async fn list_objects(
-        &self,
-        req: S3Request<ListObjectsInput>,
-    ) -> S3Result<S3Response<ListObjectsOutput>> {
-        let key = req.input.prefix.clone().unwrap_or_default();
-        self.serve("ListObjects", &key, req, |r| self.fs.list_objects(r))
-            .await
-    }
-
-    async fn delete_object(
-        &self,
-        req: S3Request<DeleteObjectInput>,
-    ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let key = req.input.key.clone();
-        self.serve("DeleteObject", &key, req, |r| self.fs.delete_object(r))
-            .await
-    }
-
-    async fn delete_objects(
-        &self,
-        req: S3Request<DeleteObjectsInput>,
-    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        self.serve("DeleteObjects", "", req, |r| self.fs.delete_objects(r))
-            .await
-    }
-
-    async fn copy_object(
-        &self,
-        req: S3Request<CopyObjectInput>,
-    ) -> S3Result<S3Response<CopyObjectOutput>> {
-        let key = req.input.key.clone();
-        self.serve("CopyObject", &key, req, |r| self.fs.copy_object(r))
-            .await
-    }
-
     async fn head_bucket(
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
         self.fs.head_bucket(req).await
-    }
-
-    async fn create_multipart_upload(
-        &self,
-        req: S3Request<CreateMultipartUploadInput>,
-    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-        let key = req.input.key.clone();
-        self.serve("CreateMultipartUpload", &key, req, |r| {
-            self.fs.create_multipart_upload(r)
-        })
-        .await
-    }
-
-    async fn upload_part(
-        &self,
-        req: S3Request<UploadPartInput>,
-    ) -> S3Result<S3Response<UploadPartOutput>> {
-        let key = req.input.key.clone();
-        self.serve("UploadPart", &key, req, |r| self.fs.upload_part(r))
-            .await
-    }
-
-    async fn complete_multipart_upload(
-        &self,
-        req: S3Request<CompleteMultipartUploadInput>,
-    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-        let key = req.input.key.clone();
-        self.serve("CompleteMultipartUpload", &key, req, |r| {
-            self.fs.complete_multipart_upload(r)
-        })
-        .await
     }
 
     async fn abort_multipart_upload(

@@ -1,0 +1,22 @@
+// The names a run's cells are planned and judged by: the store groups, W3's labels and W5's
+// MemTable options. The workloads (run.mjs) use them to run cells, the targets and the smoke
+// guards to find those cells again, so each is written once, here.
+
+/** The raw disk floors: publishing the put's bytes as a new file, from JavaScript and Rust. */
+export const FLOORS = ['floor-js', 'floor-rust']
+/** The embedded Node stores memwal is compared with. */
+export const PEERS = ['better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+/** The peers whose puts survive a power loss (LanceDB does not fsync a local directory). */
+export const DURABLE_PEERS = ['better-sqlite3', 'lmdb', 'classic-level']
+/** Every store of W1-W3. */
+export const ALL = [...FLOORS, 'memwal', ...PEERS]
+
+/** W3's non-durable cell from a fresh writer, before backpressure can start. */
+export const BURST = 'non-durable burst (fresh writer, 0.5 s)'
+/** W3's non-durable cell over the full window. */
+export const SUSTAINED = 'non-durable sustained'
+
+/** W5's MemTables that rotate under load (what its memory bound is judged against). */
+export const W5_ROTATING = { maxMemtableBatches: 1000, maxMemtableSize: 1 << 20, maxUnflushedMemtableBytes: 8 << 20 }
+/** W5's MemTables large enough never to rotate during the cell. */
+export const W5_STEADY = { maxMemtableBatches: 1 << 21, maxMemtableSize: 2 ** 33, maxUnflushedMemtableBytes: 2 ** 34 }

@@ -1,0 +1,172 @@
+//! [`Backend`]: a store kind to run a test on (a temp directory, or memory), with raw access to
+//! its objects for planting what a misbehaving process could have left.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use memwal_core::Store;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use uuid::Uuid;
+
+use super::Shard;
+
+/// A named store kind, for running one test on every backend.
+pub struct Backend {
+    pub name: &'static str,
+    pub store: Store,
+    /// The same objects without memwal's wrapper (no faults), for planting objects a
+    /// misbehaving process could have written.
+    raw: Arc<dyn ObjectStore>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    pub fn memory() -> Self {
+        let raw: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        Backend {
+            name: "memory",
+            store: Store::from_object_store(raw.clone(), Path::default(), "memory://test"),
+            raw,
+            dir: None,
+        }
+    }
+
+    pub fn local() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::local(dir.path()).unwrap();
+        Backend {
+            name: "local",
+            store,
+            // `Store::local` paths are relative to its directory.
+            raw: Arc::new(
+                object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap(),
+            ),
+            dir: Some(dir),
+        }
+    }
+
+    /// One of each.
+    pub fn all() -> Vec<Backend> {
+        vec![Backend::local(), Backend::memory()]
+    }
+
+    /// This backend with a new shard in it: `let (backend, shard) = Backend::memory().with_shard();`.
+    pub fn with_shard(self) -> (Backend, Shard) {
+        let shard = Shard::new(&self.store);
+        (self, shard)
+    }
+
+    /// A new, empty backend of the same kind.
+    pub fn fresh(&self) -> Backend {
+        match self.dir {
+            Some(_) => Backend::local(),
+            None => Backend::memory(),
+        }
+    }
+
+    /// The temp directory of a local backend.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.dir.as_ref().map(|d| d.path())
+    }
+
+    /// Another handle on the same objects with its own fault controller, as a second process
+    /// would have.
+    pub fn second_handle(&self) -> Store {
+        match &self.dir {
+            Some(dir) => Store::local(dir.path()).unwrap(),
+            None => Store::from_object_store(self.raw.clone(), Path::default(), "memory://test"),
+        }
+    }
+
+    /// Writes `bytes` at `path` directly, bypassing memwal (and its put-if-absent).
+    pub async fn plant(&self, path: &Path, bytes: Bytes) {
+        self.raw
+            .put(path, PutPayload::from_bytes(bytes))
+            .await
+            .unwrap();
+    }
+
+    /// Writes `bytes` as WAL entry `position` of `shard`, bypassing memwal; returns its path.
+    pub async fn plant_wal_entry(&self, shard: Uuid, position: u64, bytes: Bytes) -> Path {
+        let path = self.store.shard_paths(shard).wal_entry(position);
+        self.plant(&path, bytes).await;
+        path
+    }
+
+    /// The object at `path` as stored, bypassing memwal; `None` if there is none.
+    pub async fn raw_get(&self, path: &Path) -> Option<Bytes> {
+        match self.raw.get(path).await {
+            Ok(r) => Some(r.bytes().await.unwrap()),
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => panic!("reading {path}: {e}"),
+        }
+    }
+
+    /// Every object under `prefix` with its bytes, sorted by path.
+    pub async fn snapshot(&self, prefix: &Path) -> Vec<(Path, Bytes)> {
+        let mut paths: Vec<Path> = self
+            .raw
+            .list(Some(prefix))
+            .map_ok(|m| m.location)
+            .try_collect()
+            .await
+            .unwrap();
+        paths.sort();
+        let mut out = Vec::new();
+        for path in paths {
+            let bytes = self.raw_get(&path).await.expect("listed object");
+            out.push((path, bytes));
+        }
+        out
+    }
+
+    /// Writes a file named `name` (which may be one `object_store` refuses to write, such as
+    /// its own `name#1` staging files) in directory `dir`, as a crashed process could have
+    /// left it.
+    pub async fn plant_file(&self, dir: &Path, name: &str, bytes: &[u8]) {
+        match self.path() {
+            Some(root) => {
+                let mut p = root.to_path_buf();
+                for part in dir.parts() {
+                    p.push(part.as_ref());
+                }
+                std::fs::create_dir_all(&p).unwrap();
+                std::fs::write(p.join(name), bytes).unwrap();
+            }
+            None => {
+                self.plant(&dir.clone().join(name), Bytes::copy_from_slice(bytes))
+                    .await
+            }
+        }
+    }
+
+    /// Names of every object under `prefix`, sorted.
+    pub async fn object_names(&self, prefix: &Path) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .raw
+            .list(Some(prefix))
+            .map_ok(|m| m.location.to_string())
+            .try_collect()
+            .await
+            .unwrap();
+        names.sort();
+        names
+    }
+
+    /// Names of every object in `shard`'s directory, sorted.
+    pub async fn shard_objects(&self, shard: Uuid) -> Vec<String> {
+        let dir = self.store.shard_paths(shard).shard_dir().clone();
+        self.object_names(&dir).await
+    }
+}
+
+/// Every backend, each with a new shard in it: `for (backend, shard) in each_backend()`.
+pub fn each_backend() -> Vec<(Backend, Shard)> {
+    Backend::all()
+        .into_iter()
+        .map(Backend::with_shard)
+        .collect()
+}
