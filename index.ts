@@ -31,7 +31,7 @@ export {
 } from './lib/errors.js'
 export { type Location, ObjectStore, type StorageOptions, StoreFaults } from './lib/store.js'
 export type { PutData } from './lib/encoding.js'
-export type { ShardOptions, ShardWriterOptions } from './lib/options.js'
+export type { PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,
   MemTableStats,

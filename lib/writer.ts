@@ -12,7 +12,7 @@ import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
-import { type ShardWriterOptions, writerOptionsOf } from './options.js'
+import { type PutOptions, type ShardWriterOptions, putOptionsOf, writerOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type {
   MemTableStats,
@@ -96,14 +96,26 @@ export class ShardWriter {
    * exactly these rows is persisted; in non-durable mode, once they are in memory.
    *
    * @param data - a Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
+   * @param options - `requestId` makes the put retry-safe: a retry with the same id writes
+   * nothing and resolves with the first put's result (see {@link PutOptions})
    * @returns the generation and the generation-local batch positions
-   * @throws {InvalidArgumentError} for empty input, an empty batch, or bad bytes
+   * @throws {InvalidArgumentError} for empty input, an empty batch, or bad bytes; a bad
+   * option (a `requestId` that is not a non-empty string of at most 256 UTF-8 bytes)
    * @throws {SchemaMismatchError} if the data's schema is not the shard's
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
+   * (for a retry: the first put's append)
    * @throws {ClosedError} after `close()`/`abort()`
+   *
+   * @example
+   * ```ts
+   * const requestId = crypto.randomUUID()
+   * const first = await w.put(rows, { requestId })
+   * // after a timeout, or in another process after a failover: no second copy of the rows
+   * const again = await w.put(rows, { requestId }) // deep-equals `first`
+   * ```
    */
-  async put(data: PutData): Promise<WriteResult> {
-    const inserted = this.#submit(data, 'put')
+  async put(data: PutData, options?: PutOptions): Promise<WriteResult> {
+    const inserted = this.#submit(data, 'put', options)
     const { result, durable } = inserted instanceof Promise ? await inserted : inserted
     if (durable !== null) await durable
     else await yieldIfDue()
@@ -114,10 +126,12 @@ export class ShardWriter {
    * Inserts rows and resolves once they are in memory, with a promise of their durability
    * (`null` in non-durable mode). MemTable mode only.
    *
+   * @param options - as for {@link ShardWriter.put}; a retry resolves with the first put's
+   * result and `durable` settles with the first put's durability
    * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
    */
-  async putNoWait(data: PutData): Promise<PutNoWaitResult> {
-    const inserted = this.#submit(data, 'noWait')
+  async putNoWait(data: PutData, options?: PutOptions): Promise<PutNoWaitResult> {
+    const inserted = this.#submit(data, 'noWait', options)
     const submitted = inserted instanceof Promise ? await inserted : inserted
     if (submitted.durable === null) await yieldIfDue()
     return submitted
@@ -128,7 +142,8 @@ export class ShardWriter {
    * report the append before a deferred insert's promise settles here. Synchronous when the
    * binding inserted at once, so a small put costs no extra event-loop turn.
    */
-  #submit(data: PutData, mode: 'put' | 'noWait'): Submitted | Promise<Submitted> {
+  #submit(data: PutData, mode: 'put' | 'noWait', options: PutOptions | undefined): Submitted | Promise<Submitted> {
+    const requestId = putOptionsOf(options)
     const e = encode(data)
     const id = this.#durableWrite ? newDurableId() : undefined
     const durable = id === undefined ? null : awaitDurable(id)
@@ -145,7 +160,7 @@ export class ShardWriter {
     }
     let ticket: NativeWriteTicket | Promise<NativeWriteTicket>
     try {
-      ticket = callSync(() => this.#native.put(e, mode, id))
+      ticket = callSync(() => this.#native.put(e, mode, id, requestId))
     } catch (err) {
       return failed(err)
     }

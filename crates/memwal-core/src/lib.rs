@@ -10,6 +10,10 @@
 //! successfully only after the WAL entry covering exactly its rows (in exactly the MemTable
 //! generation that accepted them) is persisted. Otherwise it fails with that append's typed
 //! error, or with "WAL flush handler exited before reporting durability"; it never hangs.
+//!
+//! **Retry-safe puts** ([`request_id`], [`PutOptions`]): a put with a request id the writer
+//! remembers writes nothing and returns the first put's result, under the same contract
+//! applied to the first put's rows.
 
 #![deny(clippy::all)]
 #![deny(clippy::await_holding_lock)]
