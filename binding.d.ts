@@ -61,9 +61,10 @@ export declare class NativeShardWriter {
    * `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
    * on this thread and its ticket returned at once; a large one, or one that backpressure
    * makes wait, returns a promise of its ticket. In durable mode the rows' durability is
-   * reported through the relay under `durableId`, whichever way the ticket came.
+   * reported through the relay under `durableId`, whichever way the ticket came. With a
+   * `requestId` the core answers a retry with the first put's result (`PutOptions`).
    */
-  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number): NativeWriteTicket | Promise<NativeWriteTicket>
+  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string): NativeWriteTicket | Promise<NativeWriteTicket>
   /** True if puts resolve only once durable (`durableWrite`). */
   get durableWrite(): boolean
   /**
@@ -270,4 +271,9 @@ export interface WriteStats {
   backpressureEvents: number
   /** Total milliseconds puts waited for backpressure. */
   backpressureWaitMs: number
+  /**
+   * Puts answered as retries (their `requestId` was remembered): they wrote nothing and
+   * got the first put's result.
+   */
+  retriedPuts: number
 }

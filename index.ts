@@ -34,7 +34,7 @@ export {
 export { type Location, ObjectStore, type StorageOptions, StoreFaults } from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
-export type { ShardOptions, ShardWriterOptions } from './lib/options.js'
+export type { PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,
   MemTableStats,

@@ -85,6 +85,19 @@ export interface ShardWriterOptions {
    */
   ignoreUnknownFields?: boolean
   /**
+   * How long, in milliseconds after a put with a `requestId` was accepted, a retry with the
+   * same id is still answered with the first put's result instead of writing again, also after
+   * the rows were flushed to a generation, a reopen or a failover (the ids of a flushed
+   * generation are kept in its `request_ids.json`). Regardless of this, an id whose rows are
+   * not yet in a flushed generation is always remembered (its WAL entry carries it). 0 = only
+   * until the rows are in a flushed generation. Each remembered id costs about 200 bytes of
+   * memory plus its length, and opening reads one small object per generation flushed within
+   * the window. In WAL-only mode ids are remembered by the writer that took the put only.
+   * See {@link PutOptions.requestId}.
+   * @defaultValue 600000 (10 minutes)
+   */
+  requestIdRetentionMs?: number
+  /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
    * region, endpoint, credentials… See {@link StorageOptions}.
    * @defaultValue none (configuration from the environment)
@@ -110,6 +123,7 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   maxMemtableSize: 'number',
   maxMemtableBatches: 'number',
   maxUnflushedMemtableBytes: 'number',
+  requestIdRetentionMs: 'number',
   durableWrite: 'boolean',
   enableMemtable: 'boolean',
   ignoreUnknownFields: 'boolean',
@@ -193,3 +207,41 @@ export function shardOptionsOf(
   requireString('options.shardId', o.shardId)
   return { shardId: o.shardId, storage: storageOf(what, o.storage) }
 }
+
+/** Options of one {@link ShardWriter.put} or {@link ShardWriter.putNoWait}. */
+export interface PutOptions {
+  /**
+   * Makes the put retry-safe. If the writer remembers a put with this id (one that this or an
+   * earlier writer of the shard accepted; for how long, see
+   * {@link ShardWriterOptions.requestIdRetentionMs}), this put writes nothing and resolves with
+   * the first put's result (its generation and batch positions as the first put returned
+   * them): in durable mode only once the first put's rows are durable, and with the first
+   * put's error if its WAL append failed. The first put wins even if this one carries other
+   * data. After a crash only ids whose rows reached the WAL are known: an unacknowledged put
+   * that never reached it is written by its retry, once.
+   *
+   * A non-empty string of at most 256 UTF-8 bytes (a UUID, a hash of the request, …), compared
+   * byte for byte.
+   * @defaultValue none (an ordinary put)
+   */
+  requestId?: string
+}
+
+/**
+ * Checks the options of a put and returns its request id, if any.
+ * @throws {InvalidArgumentError} for options that are not an object, an unknown key, or a
+ * `requestId` that is not a string (the core checks its length)
+ */
+export function putOptionsOf(options: unknown): string | undefined {
+  if (options === undefined) return undefined
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`put options must be an object like { requestId }, got ${describe(options)}`)
+  }
+  rejectUnknownOptions(options, Object.keys(PUT_OPTIONS))
+  const { requestId } = options as PutOptions
+  if (requestId !== undefined) requireString('the put option requestId', requestId)
+  return requestId
+}
+
+/** Every put option. */
+const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string' }

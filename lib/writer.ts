@@ -12,7 +12,7 @@ import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
-import { type ShardWriterOptions, writerOptionsOf } from './options.js'
+import { type PutOptions, type ShardWriterOptions, putOptionsOf, writerOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type {
   MemTableStats,
@@ -110,6 +110,8 @@ export class ShardWriter {
    * or `require`); or Arrow IPC stream bytes. A Table's empty batches are skipped; in a
    * RecordBatch[] every batch must hold rows, since the batch positions count the caller's
    * batches. Batches may carry different dictionaries.
+   * @param options - `requestId` makes the put retry-safe: a retry with the same id writes
+   * nothing and resolves with the first put's result (see {@link PutOptions})
    * @returns the generation and the generation-local batch positions
    * @throws {InvalidArgumentError} for input that holds nothing to write (no rows, a Table,
    * RecordBatch or batch list with 0 rows, an empty list), an empty batch among others, anything
@@ -118,19 +120,26 @@ export class ShardWriter {
    * value that does not fit its field (the message names the row, the field's path, what was
    * expected and what was got), a key that is not a field (unless the writer was opened with
    * `ignoreUnknownFields: true`), or a field whose type plain objects cannot fill (pass a Table
-   * instead). A rejected put writes nothing.
+   * instead); a bad option (a `requestId` that is not a non-empty string of at most 256 UTF-8
+   * bytes). A rejected put writes nothing.
    * @throws {SchemaMismatchError} if the data's schema is not the shard's
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
+   * (for a retry: the first put's append)
    * @throws {ClosedError} after `close()`/`abort()`
    *
    * @example
    * ```ts
    * await writer.put([{ id: 1, ts: new Date(), user: 'ada', payload: Buffer.from('hi') }])
    * await writer.put(tableFromArrays({ id: Int32Array.from([2, 3]) }))
+   *
+   * // retry-safe: after a timeout, or in another process after a failover, no second copy
+   * const requestId = crypto.randomUUID()
+   * const first = await writer.put(rows, { requestId })
+   * const again = await writer.put(rows, { requestId }) // deep-equals `first`
    * ```
    */
-  async put(data: PutData): Promise<WriteResult> {
-    const inserted = this.#submit(data, 'put')
+  async put(data: PutData, options?: PutOptions): Promise<WriteResult> {
+    const inserted = this.#submit(data, 'put', options)
     const { result, durable } = inserted instanceof Promise ? await inserted : inserted
     if (durable !== null) await durable
     else await yieldIfDue()
@@ -143,10 +152,12 @@ export class ShardWriter {
    *
    * @param data - the same as {@link ShardWriter.put}'s: an array of plain objects (rows), a
    * Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
+   * @param options - as for {@link ShardWriter.put}; a retry resolves with the first put's
+   * result and `durable` settles with the first put's durability
    * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
    */
-  async putNoWait(data: PutData): Promise<PutNoWaitResult> {
-    const inserted = this.#submit(data, 'noWait')
+  async putNoWait(data: PutData, options?: PutOptions): Promise<PutNoWaitResult> {
+    const inserted = this.#submit(data, 'noWait', options)
     const submitted = inserted instanceof Promise ? await inserted : inserted
     if (submitted.durable === null) await yieldIfDue()
     return submitted
@@ -157,7 +168,8 @@ export class ShardWriter {
    * report the append before a deferred insert's promise settles here. Synchronous when the
    * binding inserted at once, so a small put costs no extra event-loop turn.
    */
-  #submit(data: PutData, mode: 'put' | 'noWait'): Submitted | Promise<Submitted> {
+  #submit(data: PutData, mode: 'put' | 'noWait', options: PutOptions | undefined): Submitted | Promise<Submitted> {
+    const requestId = putOptionsOf(options)
     const e = encode(data)
     const id = this.#durableWrite ? newDurableId() : undefined
     const durable = id === undefined ? null : awaitDurable(id)
@@ -174,7 +186,7 @@ export class ShardWriter {
     }
     let ticket: NativeWriteTicket | Promise<NativeWriteTicket>
     try {
-      ticket = callSync(() => this.#native.put(e, mode, id))
+      ticket = callSync(() => this.#native.put(e, mode, id, requestId))
     } catch (err) {
       return failed(err)
     }

@@ -14,12 +14,18 @@
 //!
 //! How much of a store is in the WAL is not the store's business: see
 //! [`crate::memtable::WalProgress`].
+//!
+//! A slot also holds the [`PutRecord`]s of the puts whose last batch it is (puts with a request
+//! id), written with the batch and published with it, so whoever reads a range of batches (the
+//! WAL flush handler, the generation flusher) reads exactly the records of the puts in it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use arrow_array::{Array, RecordBatch};
 use arrow_data::ArrayData;
+
+use crate::request_id::PutRecord;
 
 /// A half-open range `[start, end)` of 0-based batch positions **within one generation's
 /// BatchStore**. Never compare it with a range of another generation (see the seed report).
@@ -54,6 +60,8 @@ pub struct StoredBatch {
     pub bytes_before: u64,
     /// This batch's estimated in-memory size (slice-aware).
     pub estimated_bytes: u64,
+    /// The records of the puts with a request id whose last batch this is (empty for most).
+    pub requests: Vec<PutRecord>,
 }
 
 /// The append would exceed the store's capacity; nothing was appended.
@@ -156,6 +164,17 @@ impl BatchStore {
     /// Appends `batches` atomically: all of them become visible at once, or none is appended.
     /// An empty list is a no-op returning an empty range at the current end.
     pub fn append(&self, batches: &[RecordBatch]) -> Result<BatchRange, StoreFull> {
+        self.append_with(batches, Vec::new())
+    }
+
+    /// As [`BatchStore::append`], with `requests` kept in the last batch's slot (published
+    /// with it). `requests` must be empty if `batches` is.
+    pub fn append_with(
+        &self,
+        batches: &[RecordBatch],
+        mut requests: Vec<PutRecord>,
+    ) -> Result<BatchRange, StoreFull> {
+        debug_assert!(!batches.is_empty() || requests.is_empty());
         let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.committed_len.load(Ordering::Acquire);
         let remaining = self.capacity() - start;
@@ -179,6 +198,11 @@ impl BatchStore {
                 rows_before: rows,
                 bytes_before: bytes,
                 estimated_bytes,
+                requests: if i + 1 == batches.len() {
+                    std::mem::take(&mut requests)
+                } else {
+                    Vec::new()
+                },
             };
             rows += batch.num_rows() as u64;
             bytes += estimated_bytes;
@@ -204,6 +228,15 @@ impl BatchStore {
     pub fn batches(&self, range: BatchRange) -> Vec<RecordBatch> {
         (range.start..range.end)
             .filter_map(|i| self.get(i).map(|s| s.batch.clone()))
+            .collect()
+    }
+
+    /// The request-id records of the puts whose last batch is in `range` (which must be
+    /// committed), in insertion order.
+    pub fn requests(&self, range: BatchRange) -> Vec<PutRecord> {
+        (range.start..range.end)
+            .filter_map(|i| self.get(i))
+            .flat_map(|s| s.requests.iter().cloned())
             .collect()
     }
 

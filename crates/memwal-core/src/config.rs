@@ -17,6 +17,8 @@ pub const MAX_WAL_PERSIST_RETRIES_LIMIT: u32 = 64;
 pub const MAX_RETRY_BASE_DELAY_MS: u64 = 60_000;
 /// Upper bound on `max_wal_flush_interval_ms` (one day).
 pub const MAX_WAL_FLUSH_INTERVAL_MS: u64 = 86_400_000;
+/// Upper bound on `request_id_retention_ms` (seven days).
+pub const MAX_REQUEST_ID_RETENTION_MS: u64 = 7 * 86_400_000;
 /// Cap on a single retry backoff sleep (reference §3.2: 5 s).
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
@@ -65,6 +67,16 @@ pub struct WriterConfig {
     /// hundred nanoseconds per row). Only hosts that convert rows themselves read it (the Node
     /// binding); Arrow data is checked against the schema either way.
     pub ignore_unknown_fields: bool,
+    /// How long, in milliseconds after a put with a request id was accepted, a retry with the
+    /// same id is still answered with the first put's result instead of writing again, even
+    /// after its rows were flushed to a generation (and across reopens and failovers: the ids
+    /// of a flushed generation are persisted beside it). Independently of this, every id whose
+    /// rows are not yet in a flushed generation is remembered (its WAL entry carries it).
+    /// Default 600,000 (10 minutes); 0 = only until the rows are in a flushed generation.
+    /// Costs memory: every id in the window is held (about 200 bytes plus the id's length),
+    /// and opening a shard reads one small object per generation flushed within the window.
+    /// MemTable mode; in WAL-only mode ids are remembered by this writer only.
+    pub request_id_retention_ms: u64,
 }
 
 impl Default for WriterConfig {
@@ -81,6 +93,7 @@ impl Default for WriterConfig {
             max_memtable_batches: 8000,
             max_unflushed_memtable_bytes: 1024 * 1024 * 1024,
             ignore_unknown_fields: false,
+            request_id_retention_ms: 600_000,
         }
     }
 }
@@ -122,6 +135,12 @@ impl WriterConfig {
             return Err(Error::invalid(format!(
                 "invalid config: wal_persist_retry_base_delay_ms must be between 0 and {MAX_RETRY_BASE_DELAY_MS}, got {}",
                 self.wal_persist_retry_base_delay_ms
+            )));
+        }
+        if self.request_id_retention_ms > MAX_REQUEST_ID_RETENTION_MS {
+            return Err(Error::invalid(format!(
+                "invalid config: request_id_retention_ms must be between 0 and {MAX_REQUEST_ID_RETENTION_MS} (7 days), got {}",
+                self.request_id_retention_ms
             )));
         }
         Ok(())
@@ -236,6 +255,10 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
         c.ignore_unknown_fields = boolean(name, v)?;
         Ok(())
     }),
+    ("requestIdRetentionMs", |c, name, v| {
+        c.request_id_retention_ms = uint(name, v)?;
+        Ok(())
+    }),
 ];
 
 /// The largest integer a JavaScript number holds exactly.
@@ -319,6 +342,9 @@ mod tests {
             .unwrap();
         c.set_host_option("ignoreUnknownFields", &OptionValue::Bool(true))
             .unwrap();
+        c.set_host_option("requestIdRetentionMs", &OptionValue::Number(0.0))
+            .unwrap();
+        assert_eq!(c.request_id_retention_ms, 0);
         assert_eq!(c.max_wal_flush_interval_ms, None);
         assert!(c.ignore_unknown_fields);
         assert_eq!(c.max_memtable_batches, 7);
@@ -360,6 +386,7 @@ mod tests {
         assert_eq!(c.max_memtable_batches, 8000);
         assert_eq!(c.max_unflushed_memtable_bytes, 1 << 30);
         assert!(!c.ignore_unknown_fields);
+        assert_eq!(c.request_id_retention_ms, 600_000);
         c.validate().unwrap();
     }
 
@@ -407,6 +434,13 @@ mod tests {
                     ..Default::default()
                 },
                 "wal_persist_retry_base_delay_ms",
+            ),
+            (
+                WriterConfig {
+                    request_id_retention_ms: MAX_REQUEST_ID_RETENTION_MS + 1,
+                    ..Default::default()
+                },
+                "request_id_retention_ms",
             ),
         ];
         for (c, name) in cases {

@@ -35,6 +35,17 @@
 //!    dropped cell yields "WAL flush handler exited before reporting durability". Never a
 //!    success, never a hang.
 //!
+//! 6. **Retries (a put with a request id the writer remembers)** write nothing and are answered
+//!    with the first put's result under the same rule, applied to the first put's rows: `Ok`
+//!    only once the writer's record of the WAL progress of the exact MemTable that accepted
+//!    them (reported by the handler after the covering append returned, as in 2) covers their
+//!    range, or once they are in a committed generation, or when they were replayed from the
+//!    WAL (so are in a persisted entry). A retry of a first put still in flight waits for
+//!    that; if the first put's append fails, the error is latched (4), and the retry gets it.
+//!    If the writer is aborted first, the retry gets "WAL flush handler exited before
+//!    reporting durability", as the first put does. In non-durable mode a retry resolves at
+//!    once, as the first put did. (`writer/put.rs`, `retried`.)
+//!
 //! Why it is subtle: batch positions are generation-local (every MemTable numbers its batches
 //! from 0). Lance once tracked durability as one writer-wide watermark of those local
 //! positions, so after a rotation the previous generation's flush "covered" position 0 of the

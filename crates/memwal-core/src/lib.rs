@@ -10,6 +10,10 @@
 //! successfully only after the WAL entry covering exactly its rows (in exactly the MemTable
 //! generation that accepted them) is persisted. Otherwise it fails with that append's typed
 //! error, or with "WAL flush handler exited before reporting durability"; it never hangs.
+//!
+//! **Retry-safe puts** ([`request_id`], [`PutOptions`]): a put with a request id the writer
+//! remembers writes nothing and returns the first put's result, under the same contract
+//! applied to the first put's rows.
 
 #![deny(clippy::all)]
 #![deny(clippy::await_holding_lock)]
@@ -22,6 +26,7 @@ pub mod flush;
 pub mod manifest;
 pub mod memtable;
 pub mod reader;
+pub mod request_id;
 pub mod stats;
 pub mod store;
 pub mod wal;
@@ -34,7 +39,8 @@ pub use flush::DurableWatcher;
 pub use manifest::{FlushedGeneration, ShardManifest};
 pub use memtable::WalProgress;
 pub use reader::{ScanResult, ShardReader, WalTailer};
+pub use request_id::{PutRecord, RequestId};
 pub use stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 pub use store::Store;
 pub use wal::{WalEntry, WalPosition};
-pub use writer::{BlockedPut, PutMode, ShardWriter, Submitted, WriteResult};
+pub use writer::{BlockedPut, PutMode, PutOptions, ShardWriter, Submitted, WriteResult};

@@ -10,7 +10,12 @@
 //!   acknowledgement of its own manifest write can recognise it (two claimants never produce
 //!   identical bytes);
 //! - `checksum` (1003): CRC32C of the encoding with this field cleared, written first;
-//! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file.
+//! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file;
+//!   `request_ids_newest_ms` (1002) and `request_ids_checksum` (1003): present when the
+//!   generation's directory holds `request_ids.json` (the request ids of its puts, see
+//!   [`crate::request_id`]), the newest put time among them (so an open reads only the files
+//!   of generations flushed within the retention window) and the file's CRC32C. Per
+//!   generation, never per put: the manifest stays small.
 //!
 //! [`ManifestStore`] (in `versions`) implements latest-version discovery (hint + probes),
 //! `claim_epoch`, `check_fenced` and `commit_update` (reference §1.3).
@@ -73,6 +78,13 @@ pub struct FlushedGeneration {
     /// values that were never put.
     #[prost(fixed32, optional, tag = "1001")]
     pub checksum: Option<u32>,
+    /// memwal: when the generation's directory holds `request_ids.json`, the newest put time
+    /// (Unix milliseconds) among its request ids; absent when it holds none.
+    #[prost(uint64, optional, tag = "1002")]
+    pub request_ids_newest_ms: Option<u64>,
+    /// memwal: CRC32C of `request_ids.json`, checked whenever it is read.
+    #[prost(fixed32, optional, tag = "1003")]
+    pub request_ids_checksum: Option<u32>,
 }
 
 /// Protobuf `ShardStatus`.

@@ -8,6 +8,7 @@
 use arrow_array::RecordBatch;
 
 use crate::batch_store::{BatchRange, BatchStore, StoreFull};
+use crate::request_id::PutRecord;
 use crate::wal::WalPosition;
 
 /// See the module docs. Shared as `Arc<MemTable>`; identity (`Arc::ptr_eq`) is what ties a
@@ -40,6 +41,16 @@ impl MemTable {
     /// Appends atomically; see [`BatchStore::append`].
     pub fn insert(&self, batches: &[RecordBatch]) -> Result<BatchRange, StoreFull> {
         self.store.append(batches)
+    }
+
+    /// Appends atomically, keeping `requests` with the last batch; see
+    /// [`BatchStore::append_with`].
+    pub fn insert_with(
+        &self,
+        batches: &[RecordBatch],
+        requests: Vec<PutRecord>,
+    ) -> Result<BatchRange, StoreFull> {
+        self.store.append_with(batches, requests)
     }
 
     /// Whether adding `batches` more batches of `bytes` bytes should freeze this MemTable

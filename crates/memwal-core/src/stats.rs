@@ -87,6 +87,9 @@ pub struct WriteStats {
     pub backpressure_events: u64,
     /// Total time puts waited for backpressure.
     pub backpressure_wait: Duration,
+    /// Puts answered as retries: their request id was remembered, so they wrote nothing and
+    /// got the first put's result.
+    pub retried_puts: u64,
 }
 
 impl WriteStats {
@@ -127,6 +130,7 @@ counters!(
     memtable_flush_time_ns,
     backpressure_events,
     backpressure_wait_ns,
+    retried_puts,
 );
 
 fn add(c: &AtomicU64, v: u64) {
@@ -171,6 +175,11 @@ impl StatsRecorder {
         add(&self.backpressure_wait_ns, nanos(took));
     }
 
+    /// One put answered as a retry of an earlier put with its request id.
+    pub fn record_retried_put(&self) {
+        add(&self.retried_puts, 1);
+    }
+
     /// A snapshot of every counter.
     pub fn snapshot(&self) -> WriteStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -188,6 +197,7 @@ impl StatsRecorder {
             memtable_flush_time: Duration::from_nanos(get(&self.memtable_flush_time_ns)),
             backpressure_events: get(&self.backpressure_events),
             backpressure_wait: Duration::from_nanos(get(&self.backpressure_wait_ns)),
+            retried_puts: get(&self.retried_puts),
         }
     }
 }

@@ -14,6 +14,7 @@
 mod open;
 mod put;
 pub(crate) mod replay;
+pub(crate) mod request_index;
 pub(crate) mod state;
 mod validate;
 
@@ -35,7 +36,7 @@ use crate::reader::read_generation;
 use crate::stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 use crate::store::Store;
 use open::BackgroundTasks;
-pub use put::{BlockedPut, PutMode, Submitted, WriteResult};
+pub use put::{BlockedPut, PutMode, PutOptions, Submitted, WriteResult};
 use state::{Lifecycle, Mode, WriterInner};
 
 /// The writer of one shard. See the module docs and [`crate::flush`] for the durability
@@ -113,7 +114,45 @@ impl ShardWriter {
     /// `SchemaMismatch`, `Closed`, `Fenced` (this put's append failed, or the writer was
     /// already poisoned), or "WAL flush handler exited before reporting durability".
     pub async fn put(&self, batches: Vec<RecordBatch>) -> Result<WriteResult> {
-        let (result, durable) = self.inserted(batches, PutMode::Put).await?;
+        self.put_with(batches, PutOptions::default()).await
+    }
+
+    /// [`ShardWriter::put`] with options. With a request id the put is retry-safe: if the
+    /// writer remembers a put with that id (see
+    /// [`WriterConfig::request_id_retention_ms`] for the window), nothing is written and the
+    /// call resolves with the first put's result, under the same durability rule: only once
+    /// the first put's rows are durable, or with the first put's typed failure.
+    ///
+    /// # Errors
+    /// As [`ShardWriter::put`]; a retry whose first put failed gets that failure.
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use arrow_array::{Int32Array, RecordBatch};
+    /// # use arrow_schema::{DataType, Field, Schema};
+    /// # use memwal_core::{ShardWriter, Store, WriterConfig};
+    /// use memwal_core::{PutOptions, RequestId};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+    /// # let rows = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int32Array::from(vec![1, 2]))]).unwrap();
+    /// let w = ShardWriter::open(Store::memory(), schema, WriterConfig::default()).await?;
+    /// let id = RequestId::new("order-42")?;
+    /// let first = w.put_with(vec![rows.clone()], PutOptions::with_request_id(id.clone())).await?;
+    /// // A retry (after a timeout, say) writes nothing and gets the first result.
+    /// let again = w.put_with(vec![rows], PutOptions::with_request_id(id)).await?;
+    /// assert_eq!(first, again);
+    /// assert_eq!(w.scan().await?.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    /// # w.close().await?;
+    /// # Ok::<(), memwal_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn put_with(
+        &self,
+        batches: Vec<RecordBatch>,
+        options: PutOptions,
+    ) -> Result<WriteResult> {
+        let (result, durable) = self.inserted(batches, PutMode::Put, options).await?;
         #[cfg(feature = "legacy-watermark-bug")]
         if durable.is_some() && self.inner.config.enable_memtable {
             // The seed report's watcher: wait for watermark >= our *local* end.
@@ -142,28 +181,46 @@ impl ShardWriter {
         &self,
         batches: Vec<RecordBatch>,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        self.inserted(batches, PutMode::NoWait).await
+        self.put_no_wait_with(batches, PutOptions::default()).await
+    }
+
+    /// [`ShardWriter::put_no_wait`] with options; a retried request id (see
+    /// [`ShardWriter::put_with`]) returns the first put's result at once, with a watcher of the
+    /// first put's durability.
+    pub async fn put_no_wait_with(
+        &self,
+        batches: Vec<RecordBatch>,
+        options: PutOptions,
+    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
+        self.inserted(batches, PutMode::NoWait, options).await
     }
 
     /// Validates `batches` as a put of `mode` and inserts them now unless backpressure would
     /// make the put wait; never waits itself. For callers that must not block (the Node binding
     /// inserts small puts on the JavaScript thread): a [`Submitted::Blocked`] put is inserted
-    /// by awaiting [`BlockedPut::inserted`] elsewhere. [`ShardWriter::put`] and
-    /// [`ShardWriter::put_no_wait`] are this call followed by those waits.
+    /// by awaiting [`BlockedPut::inserted`] elsewhere. [`ShardWriter::put_with`] and
+    /// [`ShardWriter::put_no_wait_with`] are this call followed by those waits. A retried
+    /// request id is answered at once, never blocked.
     ///
     /// # Errors
     /// As [`ShardWriter::put`], except durability errors, which the watcher reports;
     /// `InvalidArgument` for [`PutMode::NoWait`] in WAL-only mode.
-    pub fn submit(&self, batches: Vec<RecordBatch>, mode: PutMode) -> Result<Submitted> {
-        put::submit(&self.inner, batches, mode)
+    pub fn submit(
+        &self,
+        batches: Vec<RecordBatch>,
+        mode: PutMode,
+        options: PutOptions,
+    ) -> Result<Submitted> {
+        put::submit(&self.inner, batches, mode, options)
     }
 
     async fn inserted(
         &self,
         batches: Vec<RecordBatch>,
         mode: PutMode,
+        options: PutOptions,
     ) -> Result<(WriteResult, Option<DurableWatcher>)> {
-        match self.submit(batches, mode)? {
+        match self.submit(batches, mode, options)? {
             Submitted::Inserted(result, watcher) => Ok((result, watcher)),
             Submitted::Blocked(blocked) => blocked.inserted().await,
         }

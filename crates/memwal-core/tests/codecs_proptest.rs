@@ -171,9 +171,20 @@ fn generation() -> impl Strategy<Value = FlushedGeneration> {
         proptest::option::of(any::<u64>()),
         proptest::option::of(any::<u64>()),
         proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<u32>()),
     )
         .prop_map(
-            |(generation, path, in_memory_bytes, physical_rows, primary_key_bytes, checksum)| {
+            |(
+                generation,
+                path,
+                in_memory_bytes,
+                physical_rows,
+                primary_key_bytes,
+                checksum,
+                request_ids_newest_ms,
+                request_ids_checksum,
+            )| {
                 FlushedGeneration {
                     generation,
                     path,
@@ -181,6 +192,8 @@ fn generation() -> impl Strategy<Value = FlushedGeneration> {
                     physical_rows,
                     primary_key_bytes,
                     checksum,
+                    request_ids_newest_ms,
+                    request_ids_checksum,
                 }
             },
         )

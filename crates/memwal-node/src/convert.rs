@@ -244,6 +244,9 @@ pub struct NativeWriteStats {
     pub backpressure_events: f64,
     /// Total milliseconds puts waited for backpressure.
     pub backpressure_wait_ms: f64,
+    /// Puts answered as retries (their `requestId` was remembered): they wrote nothing and
+    /// got the first put's result.
+    pub retried_puts: f64,
 }
 
 impl From<WriteStats> for NativeWriteStats {
@@ -263,6 +266,7 @@ impl From<WriteStats> for NativeWriteStats {
             memtable_flush_time_ms: ms(s.memtable_flush_time),
             backpressure_events: s.backpressure_events as f64,
             backpressure_wait_ms: ms(s.backpressure_wait),
+            retried_puts: s.retried_puts as f64,
         }
     }
 }

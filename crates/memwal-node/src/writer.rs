@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use memwal_core::{DurableWatcher, PutMode, ShardWriter, Submitted, WriteResult};
+use memwal_core::{
+    DurableWatcher, PutMode, PutOptions, RequestId, ShardWriter, Submitted, WriteResult,
+};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either, Function, Object, PromiseRaw, Uint8Array};
 use napi_derive::napi;
@@ -133,10 +135,11 @@ impl NativeShardWriter {
     /// `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
     /// on this thread and its ticket returned at once; a large one, or one that backpressure
     /// makes wait, returns a promise of its ticket. In durable mode the rows' durability is
-    /// reported through the relay under `durableId`, whichever way the ticket came.
+    /// reported through the relay under `durableId`, whichever way the ticket came. With a
+    /// `requestId` the core answers a retry with the first put's result (`PutOptions`).
     #[napi(
         catch_unwind,
-        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number",
+        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string",
         ts_return_type = "NativeWriteTicket | Promise<NativeWriteTicket>"
     )]
     pub fn put<'env>(
@@ -145,17 +148,21 @@ impl NativeShardWriter {
         data: Object<'env>,
         mode: String,
         durable_id: Option<f64>,
+        request_id: Option<String>,
     ) -> napi::Result<Either<NativeWriteTicket, PromiseRaw<'env, NativeWriteTicket>>> {
         let mode = match mode.as_str() {
             "put" => PutMode::Put,
             "noWait" => PutMode::NoWait,
             other => return Err(invalid(format!("unknown put mode '{other}'"))),
         };
+        let options = PutOptions {
+            request_id: request_id.map(RequestId::new).transpose().napi()?,
+        };
         let data = PutData::from_object(&data, &self.rows)?;
         let relay = self.relay.get().cloned();
         if data.byte_len() <= SYNC_INSERT_LIMIT {
             let batches = self.decoder.decode(data)?;
-            return match self.inner.submit(batches, mode).napi()? {
+            return match self.inner.submit(batches, mode, options).napi()? {
                 Submitted::Inserted(result, watcher) => Ok(Either::A(ticket(
                     relay.as_ref(),
                     durable_id,
@@ -171,7 +178,7 @@ impl NativeShardWriter {
         let (inner, decoder) = (self.inner.clone(), self.decoder.clone());
         Ok(Either::B(env.spawn_future(async move {
             let batches = decoder.decode(data)?;
-            let (result, watcher) = match inner.submit(batches, mode).napi()? {
+            let (result, watcher) = match inner.submit(batches, mode, options).napi()? {
                 Submitted::Inserted(result, watcher) => (result, watcher),
                 Submitted::Blocked(blocked) => blocked.inserted().await.napi()?,
             };

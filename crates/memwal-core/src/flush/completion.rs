@@ -9,6 +9,7 @@
 
 use std::sync::OnceLock;
 
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
@@ -63,24 +64,60 @@ pub(crate) fn completion<T>() -> (Completion<T>, Watcher<T>) {
 pub(crate) type PutCompletion = Completion<WalPosition>;
 
 /// Waits for the durability of one put.
-#[derive(Debug)]
-pub struct DurableWatcher(pub(crate) Watcher<WalPosition>);
+///
+/// Usually the put's own completion cell. A retry of a put with a request id (see
+/// [`crate::writer::PutOptions`]) instead watches the first put's rows through the writer's
+/// state, which the WAL flush handler's reports keep current; it is built by the writer.
+pub struct DurableWatcher(Watch);
+
+enum Watch {
+    Cell(Watcher<WalPosition>),
+    Ready(Result<()>),
+    Retry(BoxFuture<'static, Result<()>>),
+}
+
+impl std::fmt::Debug for DurableWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.0 {
+            Watch::Cell(_) => "cell",
+            Watch::Ready(_) => "ready",
+            Watch::Retry(_) => "retry",
+        };
+        f.debug_tuple("DurableWatcher").field(&kind).finish()
+    }
+}
 
 impl DurableWatcher {
+    /// A watcher that is already complete with `outcome`.
+    pub(crate) fn ready(outcome: Result<()>) -> Self {
+        DurableWatcher(Watch::Ready(outcome))
+    }
+
+    /// A watcher whose outcome is `wait`'s.
+    pub(crate) fn from_future(
+        wait: impl std::future::Future<Output = Result<()>> + Send + 'static,
+    ) -> Self {
+        DurableWatcher(Watch::Retry(Box::pin(wait)))
+    }
+
     /// Resolves when the covering WAL append is persisted (`Ok`), failed (its typed error), or
     /// the handler went away (`HandlerExited`).
     ///
     /// # Cancel safety
     /// Dropping the future drops the watcher; the append still happens.
     pub async fn wait(self) -> Result<()> {
-        self.0.wait().await.map(|_| ())
+        match self.0 {
+            Watch::Cell(w) => w.wait().await.map(|_| ()),
+            Watch::Ready(outcome) => outcome,
+            Watch::Retry(wait) => wait.await,
+        }
     }
 }
 
 /// A durable put's connected cell.
 pub(crate) fn put_completion() -> (PutCompletion, DurableWatcher) {
     let (c, w) = completion();
-    (c, DurableWatcher(w))
+    (c, DurableWatcher(Watch::Cell(w)))
 }
 
 /// The writer's first terminal (fence) error. Written at most once; never cleared.

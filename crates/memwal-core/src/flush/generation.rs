@@ -6,9 +6,13 @@
 //! 2. check the manifest (a fenced writer must not publish);
 //! 3. encode every batch, in insertion order, as Parquet and create
 //!    `<random8hex>_gen_<g>/data.parquet` (put-if-not-exists; fsynced on a local store);
-//! 4. commit a manifest version: replay cursor = that WAL position, `current_generation =
-//!    g + 1`, the generation appended to the list;
-//! 5. report the commit to the writer ([`Report::GenerationCommitted`]), which moves the
+//! 4. if its puts carried request ids (and `request_id_retention_ms` > 0), create
+//!    `request_ids.json` beside the data file (put-if-not-exists, synced), so the ids outlive
+//!    the replay cursor for their retention window (see [`crate::request_id`]);
+//! 5. commit a manifest version: replay cursor = that WAL position, `current_generation =
+//!    g + 1`, the generation appended to the list (with the request-id file's newest put time
+//!    and checksum);
+//! 6. report the commit to the writer ([`Report::GenerationCommitted`]), which moves the
 //!    MemTable from its frozen list to its flushed list, atomically for scans.
 //!
 //! The task owns what it needs to do this (store, paths, manifests, epoch, schema) and never
@@ -37,6 +41,7 @@ use crate::flush::completion::Watcher;
 use crate::flush::{Feedback, Report};
 use crate::manifest::{FlushedGeneration, ManifestStore};
 use crate::memtable::MemTable;
+use crate::request_id::encode_records;
 use crate::store::{CreateOutcome, ShardPaths, Store};
 use crate::wal::WalPosition;
 
@@ -84,6 +89,8 @@ pub(crate) struct GenerationFlusher {
     pub schema: SchemaRef,
     pub retry: RetryPolicy,
     pub feedback: Arc<Feedback>,
+    /// `WriterConfig::request_id_retention_ms`: 0 persists no request ids.
+    pub request_id_retention_ms: u64,
 }
 
 impl GenerationFlusher {
@@ -136,6 +143,39 @@ impl GenerationFlusher {
         }
     }
 
+    /// Creates `request_ids.json` in the generation directory `dir` if `memtable`'s puts carried
+    /// request ids; returns the newest put time among them and the file's CRC32C. Before the
+    /// manifest commit: once the commit moves the replay cursor past their WAL entries, this
+    /// file is where the next writer finds them.
+    async fn write_request_ids(
+        &self,
+        memtable: &MemTable,
+        dir: &str,
+    ) -> Result<Option<(u64, u32)>> {
+        if self.request_id_retention_ms == 0 {
+            return Ok(None);
+        }
+        let store = memtable.store();
+        let records = store.requests(BatchRange {
+            start: 0,
+            end: store.len(),
+        });
+        let Some(newest) = records.iter().map(|r| r.put_at_ms).max() else {
+            return Ok(None);
+        };
+        let text = Bytes::from(encode_records(&records));
+        let checksum = crc32c::crc32c(&text);
+        let path = self.paths.generation_request_ids(dir);
+        match self.store.put_if_absent(&path, text).await {
+            Ok(CreateOutcome::Created) => Ok(Some((newest, checksum))),
+            // The directory is new to this attempt: nobody else writes in it.
+            Ok(CreateOutcome::AlreadyExists) => Err(Error::io_msg(format!(
+                "writing {path}: it already exists in a generation directory this flush created"
+            ))),
+            Err(e) => Err(Error::io(format!("writing {path}"), e)),
+        }
+    }
+
     /// Writes `memtable` as a generation file and commits it, with the replay cursor at
     /// `covered` (the highest WAL position holding any of its batches).
     async fn flush_one(&self, memtable: &Arc<MemTable>, covered: WalPosition) -> Result<()> {
@@ -168,6 +208,7 @@ impl GenerationFlusher {
                 }
             }
         };
+        let requests = self.write_request_ids(memtable, &dir).await?;
         self.store
             .faults()
             .pause_point("generation-before-commit")
@@ -180,6 +221,8 @@ impl GenerationFlusher {
             physical_rows: Some(rows),
             primary_key_bytes: None,
             checksum: Some(crc32c::crc32c(&parquet)),
+            request_ids_newest_ms: requests.map(|(newest, _)| newest),
+            request_ids_checksum: requests.map(|(_, checksum)| checksum),
         };
         // Only this epoch can commit generation `g` (a claim starts at `current_generation`),
         // so finding `g` listed means an earlier attempt of ours committed it and lost the ack.

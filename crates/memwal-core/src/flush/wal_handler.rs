@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::flush::completion::Completion;
 use crate::flush::{Feedback, PutCompletion, Report};
 use crate::memtable::{MemTable, WalProgress};
+use crate::request_id::PutRecord;
 use crate::wal::{WalAppender, WalPosition};
 
 /// A request to make a prefix of one MemTable's store durable.
@@ -73,6 +74,8 @@ pub(crate) enum WalMsg {
         batches: Vec<RecordBatch>,
         bytes: u64,
         completion: Option<PutCompletion>,
+        /// The put's request-id record, written into the entry that holds its batches.
+        request: Option<PutRecord>,
     },
     /// Make everything received so far durable (tick, `flush()`, `close()`, pressure).
     FlushAll { completion: Option<Completion<()>> },
@@ -110,6 +113,8 @@ struct Tracked {
 #[derive(Default)]
 struct WalOnlyQueue {
     queue: VecDeque<RecordBatch>,
+    /// The request-id records of the queued puts that carry one.
+    requests: Vec<PutRecord>,
     /// Estimated bytes of `queue`, as the writer counted them.
     queued_bytes: u64,
     appended: u64,
@@ -233,8 +238,10 @@ impl WalFlushHandler {
                     batches,
                     bytes,
                     completion,
+                    request,
                 } => {
                     self.wal_only.queue.extend(batches);
+                    self.wal_only.requests.extend(request);
                     self.wal_only.queued_bytes += bytes;
                     if let Some(completion) = completion {
                         let end = self.wal_only.end();
@@ -352,8 +359,9 @@ impl WalFlushHandler {
             if start >= end {
                 continue;
             }
+            let range = BatchRange { start, end };
             let position = self
-                .append(&store.batches(BatchRange { start, end }))
+                .append(&store.batches(range), &store.requests(range))
                 .await?;
             let progress = &mut self.memtables[i].progress;
             progress.advance(end, position);
@@ -372,9 +380,13 @@ impl WalFlushHandler {
         Ok(())
     }
 
-    async fn append(&mut self, batches: &[RecordBatch]) -> Result<WalPosition> {
+    async fn append(
+        &mut self,
+        batches: &[RecordBatch],
+        requests: &[PutRecord],
+    ) -> Result<WalPosition> {
         let started = Instant::now();
-        match self.appender.append(batches).await {
+        match self.appender.append_with(batches, requests).await {
             Ok(entry) => {
                 self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
@@ -392,8 +404,10 @@ impl WalFlushHandler {
     /// concurrent durable put see an empty queue and spuriously succeed).
     async fn append_wal_only(&mut self) -> Result<()> {
         let batches: Vec<_> = self.wal_only.queue.iter().cloned().collect();
-        self.append(&batches).await?;
+        self.append(&batches, &self.wal_only.requests.clone())
+            .await?;
         self.wal_only.queue.clear();
+        self.wal_only.requests.clear();
         self.wal_only.appended += batches.len() as u64;
         self.feedback.report(Report::WalOnlyAppended {
             end: self.wal_only.appended,

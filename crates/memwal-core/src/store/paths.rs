@@ -21,6 +21,9 @@ pub const MEM_WAL_DIR: &str = "_mem_wal";
 /// File name of a generation's data inside its directory.
 pub const GENERATION_FILE_NAME: &str = "data.parquet";
 
+/// File name of a generation's request ids inside its directory (see [`crate::request_id`]).
+pub const GENERATION_REQUEST_IDS_NAME: &str = "request_ids.json";
+
 /// The path segment naming a shard's WAL directory.
 const WAL_DIR: &str = "wal";
 
@@ -126,6 +129,14 @@ impl ShardPaths {
             .clone()
             .join(dir_name)
             .join(GENERATION_FILE_NAME)
+    }
+
+    /// The request ids of a flushed generation (`request_ids.json`), beside its data file.
+    pub fn generation_request_ids(&self, dir_name: &str) -> Path {
+        self.shard_dir
+            .clone()
+            .join(dir_name)
+            .join(GENERATION_REQUEST_IDS_NAME)
     }
 }
 

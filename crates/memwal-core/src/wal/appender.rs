@@ -29,6 +29,7 @@ use bytes::Bytes;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
+use crate::request_id::PutRecord;
 use crate::store::{CreateOutcome, FirstFree, ShardPaths, StagedPut, Store};
 use crate::wal::{WalPosition, entry};
 
@@ -123,7 +124,17 @@ impl WalAppender {
 
     /// Appends `batches` as one entry at the next position.
     pub async fn append(&mut self, batches: &[RecordBatch]) -> Result<AppendedEntry> {
-        let bytes = entry::encode_entry(self.epoch, batches)?;
+        self.append_with(batches, &[]).await
+    }
+
+    /// Appends `batches` as one entry at the next position, recording `requests` (the
+    /// request-id records of the puts whose rows they are) in its metadata.
+    pub async fn append_with(
+        &mut self,
+        batches: &[RecordBatch],
+        requests: &[PutRecord],
+    ) -> Result<AppendedEntry> {
+        let bytes = entry::encode_entry_with(self.epoch, batches, requests)?;
         let len = bytes.len();
         let position = self.append_encoded(bytes).await?;
         Ok(AppendedEntry {

@@ -10,6 +10,10 @@
 //!   builds hold `<8 hex digits>`, the CRC32C of the `writer_epoch` text and the bytes after the
 //!   schema message only; they are still checked that way. Entries without the key (written by
 //!   Lance) are decoded without the check; readers ignore metadata they do not know.
+//! - memwal adds `memwal_request_ids` when the entry holds rows of puts that carried a request
+//!   id: the JSON document of [`crate::request_id`] listing each such put with its original
+//!   result. It is part of the schema message, so the checksum covers it; its value starts
+//!   with `{`, so it can never be taken for the checksum value.
 
 use std::sync::Arc;
 
@@ -21,6 +25,7 @@ use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
+use crate::request_id::{self, PutRecord};
 
 /// Schema metadata key holding the writer's epoch.
 pub const WRITER_EPOCH_KEY: &str = "writer_epoch";
@@ -28,6 +33,8 @@ pub const WRITER_EPOCH_KEY: &str = "writer_epoch";
 pub const FENCE_SENTINEL_KEY: &str = "fence_sentinel";
 /// Schema metadata key holding memwal's CRC32C of the entry body.
 pub const CHECKSUM_KEY: &str = "memwal_checksum";
+/// Schema metadata key listing the request ids of the puts whose rows the entry holds.
+pub const REQUEST_IDS_KEY: &str = "memwal_request_ids";
 
 /// One decoded WAL entry.
 #[derive(Debug, Clone)]
@@ -42,6 +49,8 @@ pub struct WalEntry {
     pub schema: SchemaRef,
     /// The batches, in append order.
     pub batches: Vec<RecordBatch>,
+    /// The puts with a request id whose rows the entry holds, with their original results.
+    pub requests: Vec<PutRecord>,
 }
 
 impl WalEntry {
@@ -57,6 +66,16 @@ fn encode_err(e: arrow_schema::ArrowError) -> Error {
 
 /// Encodes `batches` (non-empty, one schema) as a WAL entry of `epoch`.
 pub fn encode_entry(epoch: u64, batches: &[RecordBatch]) -> Result<Bytes> {
+    encode_entry_with(epoch, batches, &[])
+}
+
+/// Encodes `batches` (non-empty, one schema) as a WAL entry of `epoch` that records
+/// `requests`, the request-id records of the puts whose rows they are.
+pub fn encode_entry_with(
+    epoch: u64,
+    batches: &[RecordBatch],
+    requests: &[PutRecord],
+) -> Result<Bytes> {
     let first = batches
         .first()
         .ok_or_else(|| Error::invalid("cannot append an empty batch list to WAL"))?;
@@ -73,12 +92,13 @@ pub fn encode_entry(epoch: u64, batches: &[RecordBatch]) -> Result<Bytes> {
             )));
         }
     }
-    encode(schema.as_ref(), epoch, false, batches)
+    let requests = (!requests.is_empty()).then(|| request_id::encode_records(requests));
+    encode(schema.as_ref(), epoch, false, requests.as_deref(), batches)
 }
 
 /// Encodes a fence sentinel of `epoch`.
 pub fn encode_sentinel(epoch: u64) -> Result<Bytes> {
-    encode(&Schema::empty(), epoch, true, &[])
+    encode(&Schema::empty(), epoch, true, None, &[])
 }
 
 /// The prefix of a whole-entry checksum value; 8 hex digits follow.
@@ -86,11 +106,23 @@ const CHECKSUM_V2: &str = "v2:";
 /// The 8 digits as they count in the checksum of their own entry.
 const CHECKSUM_PLACEHOLDER: &[u8; 8] = b"00000000";
 
-fn entry_schema(base: &Schema, epoch: u64, sentinel: bool, checksum: Option<&str>) -> Schema {
+/// What memwal adds to an entry's schema metadata.
+#[derive(Clone, Copy)]
+struct EntryMeta<'a> {
+    epoch: u64,
+    sentinel: bool,
+    /// The request-id document, if the entry holds puts with request ids.
+    requests: Option<&'a str>,
+}
+
+fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> Schema {
     let mut md = base.metadata().clone();
-    md.insert(WRITER_EPOCH_KEY.to_string(), epoch.to_string());
-    if sentinel {
+    md.insert(WRITER_EPOCH_KEY.to_string(), meta.epoch.to_string());
+    if meta.sentinel {
         md.insert(FENCE_SENTINEL_KEY.to_string(), "true".to_string());
+    }
+    if let Some(r) = meta.requests {
+        md.insert(REQUEST_IDS_KEY.to_string(), r.to_string());
     }
     if let Some(c) = checksum {
         md.insert(CHECKSUM_KEY.to_string(), c.to_string());
@@ -132,14 +164,25 @@ fn checksum_digits_at(bytes: &[u8]) -> Option<usize> {
     (at + 8 <= end).then_some(at)
 }
 
-fn encode(base: &Schema, epoch: u64, sentinel: bool, batches: &[RecordBatch]) -> Result<Bytes> {
+fn encode(
+    base: &Schema,
+    epoch: u64,
+    sentinel: bool,
+    requests: Option<&str>,
+    batches: &[RecordBatch],
+) -> Result<Bytes> {
+    let meta = EntryMeta {
+        epoch,
+        sentinel,
+        requests,
+    };
     // Pass 1: the body (batch messages + end-of-stream), after a schema message we drop.
     let capacity: usize = batches
         .iter()
         .map(|b| b.get_array_memory_size())
         .sum::<usize>()
         + 1024;
-    let schema = entry_schema(base, epoch, sentinel, None);
+    let schema = entry_schema(base, meta, None);
     let mut w = StreamWriter::try_new(Vec::with_capacity(capacity), &schema).map_err(encode_err)?;
     let schema_len = w.get_ref().len();
     debug_assert_eq!(
@@ -157,7 +200,7 @@ fn encode(base: &Schema, epoch: u64, sentinel: bool, batches: &[RecordBatch]) ->
         "{CHECKSUM_V2}{}",
         std::str::from_utf8(CHECKSUM_PLACEHOLDER).expect("ASCII")
     );
-    let schema = entry_schema(base, epoch, sentinel, Some(&placeholder));
+    let schema = entry_schema(base, meta, Some(&placeholder));
     let header = StreamWriter::try_new(Vec::new(), &schema).map_err(encode_err)?;
     let mut out = Vec::with_capacity(header.get_ref().len() + body.len());
     out.extend_from_slice(header.get_ref());
@@ -292,8 +335,17 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
     if is_sentinel && !batches.is_empty() {
         return Err(corrupt("fence sentinel holds batches".into(), None));
     }
+    let requests = match md.get(REQUEST_IDS_KEY) {
+        Some(text) => request_id::decode_records(object, text.as_bytes())?,
+        None => Vec::new(),
+    };
     let mut clean = md.clone();
-    for k in [WRITER_EPOCH_KEY, FENCE_SENTINEL_KEY, CHECKSUM_KEY] {
+    for k in [
+        WRITER_EPOCH_KEY,
+        FENCE_SENTINEL_KEY,
+        CHECKSUM_KEY,
+        REQUEST_IDS_KEY,
+    ] {
         clean.remove(k);
     }
     let schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), clean));
@@ -310,6 +362,7 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
         is_sentinel,
         schema,
         batches,
+        requests,
     })
 }
 
@@ -407,18 +460,86 @@ mod tests {
         }
     }
 
+    fn meta(epoch: u64) -> EntryMeta<'static> {
+        EntryMeta {
+            epoch,
+            sentinel: false,
+            requests: None,
+        }
+    }
+
+    fn records() -> Vec<PutRecord> {
+        use crate::batch_store::BatchRange;
+        use crate::request_id::RequestId;
+        use crate::writer::WriteResult;
+        ["retry-1", "retry-2"]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| PutRecord {
+                id: RequestId::new(*id).unwrap(),
+                result: WriteResult {
+                    generation: Some(2),
+                    batch_positions: BatchRange {
+                        start: i,
+                        end: i + 1,
+                    },
+                },
+                put_at_ms: 1_700_000_000_000 + i as u64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn request_ids_round_trip_in_metadata_and_stay_out_of_the_schema() {
+        let bytes = encode_entry_with(3, &[batch(&[1]), batch(&[2])], &records()).unwrap();
+        let e = decode_entry(5, "wal/5", bytes).unwrap();
+        assert_eq!(e.requests, records());
+        assert!(!e.schema.metadata().contains_key(REQUEST_IDS_KEY));
+        assert_eq!(e.batches[1], batch(&[2]));
+        let plain = decode_entry(5, "wal/5", encode_entry(3, &[batch(&[1])]).unwrap()).unwrap();
+        assert!(plain.requests.is_empty());
+    }
+
+    // The request ids are in the schema message, which the checksum covers: a flip in them
+    // is damage, never another id or result.
+    #[test]
+    fn flipped_bits_in_request_ids_are_corrupt() {
+        let bytes = encode_entry_with(3, &[batch(&[10])], &records()).unwrap();
+        let (_, schema_end) = schema_message_len(&bytes).unwrap();
+        for i in 0..schema_end {
+            for bit in 0..8u8 {
+                let mut v = bytes.to_vec();
+                v[i] ^= 1 << bit;
+                let e = decode_entry(1, "wal/1", Bytes::from(v)).unwrap_err();
+                assert_eq!(e.code(), crate::ErrorCode::Corrupt, "byte {i} bit {bit}");
+            }
+        }
+    }
+
+    // Lance reads a WAL entry as a plain Arrow IPC stream: the ids must not change that.
+    #[test]
+    fn an_entry_with_request_ids_is_a_plain_arrow_stream() {
+        let bytes = encode_entry_with(3, &[batch(&[1, 2])], &records()).unwrap();
+        let r =
+            arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
+        assert_eq!(r.schema().fields(), batch(&[1]).schema().fields());
+        assert!(r.schema().metadata().contains_key(REQUEST_IDS_KEY));
+        let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(rows, 2);
+    }
+
     #[test]
     fn entries_of_earlier_builds_are_checked_over_their_body() {
         let b = batch(&[1, 2]);
         let body = {
-            let schema = entry_schema(b.schema().as_ref(), 4, false, None);
+            let schema = entry_schema(b.schema().as_ref(), meta(4), None);
             let mut w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
             let start = w.get_ref().len();
             w.write(&b).unwrap();
             w.into_inner().unwrap()[start..].to_vec()
         };
         let v1 = |sum: u32| {
-            let schema = entry_schema(b.schema().as_ref(), 4, false, Some(&format!("{sum:08x}")));
+            let schema = entry_schema(b.schema().as_ref(), meta(4), Some(&format!("{sum:08x}")));
             let w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
             let mut out = w.get_ref().clone();
             out.extend_from_slice(&body);

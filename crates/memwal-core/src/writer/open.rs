@@ -1,5 +1,6 @@
-//! Opening a writer: claim the next epoch, write the fence sentinel, replay the WAL, and start
-//! the two background tasks.
+//! Opening a writer: claim the next epoch, write the fence sentinel, replay the WAL (with the
+//! request ids its entries carry), read the request ids of the generations flushed within the
+//! retention window, and start the two background tasks.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::replay;
+use super::request_index::{RequestIndex, Rows, WallClock};
 use super::state::{MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
@@ -20,8 +22,10 @@ use crate::flush::Feedback;
 use crate::flush::completion::Watcher;
 use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
-use crate::manifest::ManifestStore;
+use crate::manifest::{ManifestStore, ShardManifest};
+use crate::request_id::{PutRecord, decode_records};
 use crate::stats::OpenStats;
+use crate::store::ShardPaths;
 use crate::store::Store;
 use crate::wal::{self, StagedSentinel, WalAppender};
 
@@ -123,17 +127,34 @@ pub(crate) async fn open(
     let (wal_tx, wal_rx) = mpsc::unbounded_channel();
     let (gen_tx, gen_rx) = mpsc::unbounded_channel();
     let mut replayed_frozen = Vec::new();
+    let mut requests = RequestIndex::new(WallClock::new(), config.request_id_retention_ms);
     let mode = if config.enable_memtable {
-        let r = replay::replay(
-            &store,
-            &paths,
-            &schema,
-            &config,
-            epoch,
-            manifest.replay_after_wal_entry_position,
-            manifest.current_generation.max(1),
-        )
-        .await?;
+        let (r, flushed) = tokio::try_join!(
+            replay::replay(
+                &store,
+                &paths,
+                &schema,
+                &config,
+                epoch,
+                manifest.replay_after_wal_entry_position,
+                manifest.current_generation.max(1),
+            ),
+            flushed_requests(&store, &paths, &manifest, &requests),
+        )?;
+        // Oldest first, so a later put of an id (written again after its window) wins.
+        for record in flushed {
+            requests.insert(&record, Rows::Flushed);
+        }
+        for (record, memtable, end) in &r.requests {
+            requests.insert(
+                record,
+                Rows::Held {
+                    memtable: memtable.clone(),
+                    end: *end,
+                },
+            );
+        }
+        requests.sort_expiry();
         appender.set_next_position(r.next_position.max(appender.next_position()));
         replayed_frozen = r.frozen;
         open_stats.replay = claimed.elapsed();
@@ -161,7 +182,12 @@ pub(crate) async fn open(
         store: store.clone(),
         paths: paths.clone(),
         manifests: manifests.clone(),
-        state: Mutex::new(WriterState::new(mode, appender.next_position(), reports)),
+        state: Mutex::new(WriterState::new(
+            mode,
+            appender.next_position(),
+            requests,
+            reports,
+        )),
         feedback: feedback.clone(),
         wal_tx,
         gen_tx,
@@ -199,10 +225,64 @@ pub(crate) async fn open(
         schema,
         retry: config.retry_policy(),
         feedback: feedback.clone(),
+        request_id_retention_ms: config.request_id_retention_ms,
     };
     let tasks = BackgroundTasks {
         wal_handler: spawn_task("wal-flush-handler", feedback.clone(), handler.run()),
         generation_flusher: spawn_task("generation-flusher", feedback, flusher.run(gen_rx)),
     };
     Ok((inner, tasks))
+}
+
+/// The request ids of the generations in `manifest` whose window (b) is still open, read
+/// from their `request_ids.json` (one GET per such generation, concurrently), oldest first.
+///
+/// # Errors
+/// `Corrupt` naming the file if it is missing or damaged (the manifest says it was written);
+/// `Io` if the store fails.
+async fn flushed_requests(
+    store: &Store,
+    paths: &ShardPaths,
+    manifest: &ShardManifest,
+    index: &RequestIndex,
+) -> Result<Vec<PutRecord>> {
+    let reads = manifest
+        .flushed_generations
+        .iter()
+        .filter(|g| g.request_ids_newest_ms.is_some_and(|ms| index.retained(ms)))
+        .map(|g| async move {
+            let path = paths.generation_request_ids(&g.path);
+            let bytes = store
+                .get(&path)
+                .await
+                .map_err(|e| Error::io(format!("reading {path}"), e))?
+                .ok_or_else(|| {
+                    Error::corrupt(
+                        path.as_ref(),
+                        format!(
+                            "generation {} lists request ids but the file is missing; restore it, or set requestIdRetentionMs to 0 to open without it",
+                            g.generation
+                        ),
+                        None,
+                    )
+                })?;
+            let actual = crc32c::crc32c(&bytes);
+            if g.request_ids_checksum.is_some_and(|c| c != actual) {
+                return Err(Error::corrupt(
+                    path.as_ref(),
+                    format!(
+                        "request ids checksum mismatch (manifest {:08x}, computed {actual:08x})",
+                        g.request_ids_checksum.unwrap_or_default()
+                    ),
+                    None,
+                ));
+            }
+            decode_records(path.as_ref(), &bytes)
+        });
+    let per_generation = futures::future::try_join_all(reads).await?;
+    Ok(per_generation
+        .into_iter()
+        .flatten()
+        .filter(|r| index.retained(r.put_at_ms))
+        .collect())
 }

@@ -4,18 +4,26 @@
 //!
 //! Every way in (`ShardWriter::put`, `put_no_wait`, `submit`) goes through [`submit`], so the
 //! checks are made once, here, whatever the caller.
+//!
+//! A put with a request id is checked against the writer's request index (`request_index`) under the same
+//! lock hold as its insert, before backpressure: an id the index remembers is a retry, which
+//! inserts nothing and is answered by [`retried`] with the first put's result; otherwise the put
+//! is inserted with its [`PutRecord`] kept beside its last batch (so the WAL entry and the
+//! generation that hold its rows record it) and remembered.
 
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use tokio::time::Instant;
 
-use super::state::{Held, Mode, WriterInner, WriterState};
+use super::request_index::Rows;
+use super::state::{Held, Lifecycle, Mode, WriterInner, WriterState};
 use super::validate;
 use crate::batch_store::{BatchRange, estimated_batch_bytes};
 use crate::error::{Error, Result};
 use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{DurableWatcher, put_completion};
+use crate::request_id::{PutRecord, RequestId};
 
 /// Where a put's rows went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +33,26 @@ pub struct WriteResult {
     /// The batches' positions: local to `generation` in MemTable mode (the first put after a
     /// rotation is `0..1` again); writer-lifetime in WAL-only mode.
     pub batch_positions: BatchRange,
+}
+
+/// Options of one put.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PutOptions {
+    /// Makes the put retry-safe: if a put with this id is already remembered by the writer
+    /// (see [`crate::WriterConfig::request_id_retention_ms`] for how long), this put writes
+    /// nothing and returns the first put's [`WriteResult`], once the first put's rows are
+    /// durable (durable mode; at once in non-durable mode), or the first put's typed failure.
+    /// The first put wins even if this one carries other data. `None`: an ordinary put.
+    pub request_id: Option<RequestId>,
+}
+
+impl PutOptions {
+    /// Options of a put with request id `id`.
+    pub fn with_request_id(id: RequestId) -> Self {
+        PutOptions {
+            request_id: Some(id),
+        }
+    }
 }
 
 /// How the caller of [`crate::ShardWriter::submit`] will wait for its put.
@@ -42,6 +70,9 @@ pub enum PutMode {
 #[derive(Debug)]
 pub enum Submitted {
     /// The rows are in memory; in durable mode the watcher resolves when they are durable.
+    /// For a retry (a request id the writer remembers): nothing was inserted, the result is
+    /// the first put's, and the watcher resolves when the first put's rows are durable (or
+    /// with its failure).
     Inserted(WriteResult, Option<DurableWatcher>),
     /// Backpressure makes the put wait; nothing is inserted yet. Await
     /// [`BlockedPut::inserted`] (off the caller's thread if it must not block).
@@ -53,6 +84,7 @@ pub enum Submitted {
 pub struct BlockedPut {
     inner: Arc<WriterInner>,
     batches: ValidatedBatches,
+    request_id: Option<RequestId>,
     started: Instant,
 }
 
@@ -66,13 +98,14 @@ impl BlockedPut {
         let BlockedPut {
             inner,
             mut batches,
+            request_id,
             started,
         } = self;
         let waited_since = Instant::now();
         loop {
             // Subscribe before checking, so progress made in between is not missed.
             let mut progress = inner.feedback.progress();
-            match insert(&inner, batches, started)? {
+            match insert(&inner, batches, request_id.clone(), started)? {
                 Submitted::Inserted(result, watcher) => {
                     inner
                         .feedback
@@ -102,6 +135,7 @@ pub(super) fn submit(
     inner: &Arc<WriterInner>,
     batches: Vec<RecordBatch>,
     mode: PutMode,
+    options: PutOptions,
 ) -> Result<Submitted> {
     let started = Instant::now();
     if mode == PutMode::NoWait && !inner.config.enable_memtable {
@@ -122,7 +156,7 @@ pub(super) fn submit(
         bytes: batches.iter().map(estimated_batch_bytes).sum(),
         batches,
     };
-    insert(inner, validated, started)
+    insert(inner, validated, options.request_id, started)
 }
 
 /// Over the backpressure limit? If so, makes sure something is being flushed that will relieve
@@ -153,24 +187,34 @@ fn over_pressure(inner: &WriterInner, st: &mut WriterState) -> bool {
 fn insert(
     inner: &Arc<WriterInner>,
     validated: ValidatedBatches,
+    request_id: Option<RequestId>,
     started: Instant,
 ) -> Result<Submitted> {
     let mut st = inner.lock();
     inner.check_open(&st)?;
+    let wal_only_appended = st.wal_only_appended();
+    st.requests.sweep(wal_only_appended);
+    if let Some(id) = &request_id
+        && let Some((result, watcher)) = retried(inner, &mut st, id)
+    {
+        return Ok(Submitted::Inserted(result, watcher));
+    }
     if over_pressure(inner, &mut st) {
         return Ok(Submitted::Blocked(BlockedPut {
             inner: inner.clone(),
             batches: validated,
+            request_id,
             started,
         }));
     }
+    let WriterState { mode, requests, .. } = &mut *st;
     let ValidatedBatches {
         batches,
         rows,
         bytes,
     } = validated;
     let durable = inner.config.durable_write;
-    let (result, watcher) = match &mut st.mode {
+    let (result, watcher) = match mode {
         Mode::MemTable(mt) => {
             if mt.active.memtable.would_overflow(
                 batches.len(),
@@ -179,14 +223,42 @@ fn insert(
             ) {
                 inner.freeze(mt);
             }
-            let range = mt.active.memtable.insert(&batches).map_err(|full| {
-                Error::invalid(format!(
-                    "MemTable batch store is full ({full:?}) - should have been frozen"
-                ))
-            })?;
+            // The writer is the store's only appender and holds the lock: the rows go here.
+            let start = mt.active.memtable.store().len();
+            let record = request_id.map(|id| PutRecord {
+                id,
+                result: WriteResult {
+                    generation: Some(mt.active.memtable.generation()),
+                    batch_positions: BatchRange {
+                        start,
+                        end: start + batches.len(),
+                    },
+                },
+                put_at_ms: requests.now_ms(),
+            });
+            let kept: Vec<PutRecord> = record.iter().cloned().collect();
+            let range = mt
+                .active
+                .memtable
+                .insert_with(&batches, kept)
+                .map_err(|full| {
+                    Error::invalid(format!(
+                        "MemTable batch store is full ({full:?}) - should have been frozen"
+                    ))
+                })?;
             // INVARIANT (flush.rs contract): capture the accepting MemTable now, before any
             // trigger below can rotate it.
             let accepted: Held = mt.active.clone();
+            if let Some(record) = &record {
+                debug_assert_eq!(record.result.batch_positions, range);
+                requests.insert(
+                    record,
+                    Rows::Held {
+                        memtable: accepted.memtable.clone(),
+                        end: range.end,
+                    },
+                );
+            }
             let watcher = if durable {
                 let (completion, watcher) = put_completion();
                 let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
@@ -240,10 +312,25 @@ fn insert(
             } else {
                 (None, None)
             };
+            let request = request_id.map(|id| PutRecord {
+                id,
+                result: WriteResult {
+                    generation: None,
+                    batch_positions: BatchRange {
+                        start: start as usize,
+                        end: end as usize,
+                    },
+                },
+                put_at_ms: requests.now_ms(),
+            });
+            if let Some(record) = &request {
+                requests.insert(record, Rows::WalOnly { end });
+            }
             let _ = inner.wal_tx.send(WalMsg::WalOnlyPut {
                 batches,
                 bytes,
                 completion,
+                request,
             });
             let limit = inner.config.max_wal_buffer_size;
             if !durable && limit > 0 {
@@ -267,4 +354,100 @@ fn insert(
     drop(st);
     inner.feedback.stats.record_put(rows, started.elapsed());
     Ok(Submitted::Inserted(result, watcher))
+}
+
+/// Whether the first put of `id` is durable, as far as the writer's state shows.
+enum FirstPut {
+    Durable,
+    Pending,
+    /// Its MemTable is neither held nor flushed: cannot happen while the writer is open.
+    Lost,
+}
+
+fn first_put(st: &WriterState, rows: &Rows) -> FirstPut {
+    match (rows, &st.mode) {
+        (Rows::Flushed, _) => FirstPut::Durable,
+        (Rows::Held { memtable, end }, Mode::MemTable(mt)) => {
+            match mt.held().find(|h| Arc::ptr_eq(&h.memtable, memtable)) {
+                Some(h) if h.wal.appended >= *end => FirstPut::Durable,
+                Some(_) => FirstPut::Pending,
+                // A MemTable leaves the held list only at its generation commit, which marks
+                // its puts `Flushed` under the same lock.
+                None => FirstPut::Lost,
+            }
+        }
+        (Rows::WalOnly { end }, Mode::WalOnly(wo)) if wo.appended >= *end => FirstPut::Durable,
+        (Rows::WalOnly { .. }, Mode::WalOnly(_)) => FirstPut::Pending,
+        _ => FirstPut::Lost,
+    }
+}
+
+/// If `id` is remembered: the first put's result and, in durable mode, a watcher of the first
+/// put's durability. Caller holds the state lock.
+///
+/// The watcher is satisfied only by the first put's own rows being durable: the writer's
+/// record of the WAL progress of the exact MemTable that accepted them (reported by the WAL
+/// flush handler after the append returned; see the contract in [`crate::flush`]), a committed
+/// generation holding them, or their replay from the WAL. A failure of the first put's append
+/// is latched on the writer, so the retry gets the same typed error.
+fn retried(
+    inner: &Arc<WriterInner>,
+    st: &mut WriterState,
+    id: &RequestId,
+) -> Option<(WriteResult, Option<DurableWatcher>)> {
+    let wal_only_appended = st.wal_only_appended();
+    let known = st.requests.get(id, wal_only_appended)?.clone();
+    inner.feedback.stats.record_retried_put();
+    if !inner.config.durable_write {
+        // Non-durable mode: the first put resolved once its rows were in memory; so does this.
+        return Some((known.result, None));
+    }
+    let watcher = match first_put(st, &known.rows) {
+        FirstPut::Durable => DurableWatcher::ready(Ok(())),
+        FirstPut::Lost => DurableWatcher::ready(Err(lost(id))),
+        FirstPut::Pending => {
+            let (inner, rows, id) = (inner.clone(), known.rows, id.clone());
+            DurableWatcher::from_future(async move { first_durable(&inner, &rows, &id).await })
+        }
+    };
+    Some((known.result, Some(watcher)))
+}
+
+fn lost(id: &RequestId) -> Error {
+    Error::persistence_failure(
+        format!(
+            "the writer lost track of the rows of the first put with requestId {id:?}; reopen the shard to replay the WAL, then retry"
+        ),
+        None,
+    )
+}
+
+/// Waits until the first put of `id` (its rows at `rows`) is durable, or fails as it did.
+async fn first_durable(inner: &WriterInner, rows: &Rows, id: &RequestId) -> Result<()> {
+    loop {
+        // Subscribe before checking, so a report in between is not missed.
+        let mut progress = inner.feedback.progress();
+        {
+            let st = inner.lock();
+            match first_put(&st, rows) {
+                FirstPut::Durable => return Ok(()),
+                FirstPut::Lost => return Err(lost(id)),
+                FirstPut::Pending => {}
+            }
+            // The first put's append failed: the writer latched that error, which is what the
+            // first put got.
+            inner.feedback.check()?;
+            if st.lifecycle == Lifecycle::Closed {
+                // Aborted: the first put's cell was dropped unwritten, and so is this one.
+                return Err(Error::HandlerExited {
+                    context: String::new(),
+                });
+            }
+        }
+        if progress.changed().await.is_err() {
+            return Err(Error::HandlerExited {
+                context: String::new(),
+            });
+        }
+    }
 }

@@ -9,6 +9,10 @@
 //! holds. MemTables rotate when
 //! full; an entry is never split across two MemTables (the cursor could otherwise skip the
 //! half in the unflushed one).
+//!
+//! The request-id records an entry carries go back with its rows: into the slot of the entry's
+//! last batch (so the generation flush of the replayed MemTable persists them) and into
+//! [`Replayed::requests`] (so the new writer answers retries of those puts).
 
 use std::sync::Arc;
 
@@ -20,6 +24,7 @@ use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::memtable::{MemTable, WalProgress};
 use crate::reader::conform;
+use crate::request_id::PutRecord;
 use crate::store::{ShardPaths, Store};
 use crate::wal::{self, WalPosition};
 
@@ -35,6 +40,9 @@ pub(crate) struct Replayed {
     pub entries: u64,
     /// Rows put back into MemTables.
     pub rows: u64,
+    /// The request-id records of the replayed entries, oldest first, each with the MemTable
+    /// its rows went back into and the end of the entry there.
+    pub requests: Vec<(PutRecord, Arc<MemTable>, usize)>,
 }
 
 pub(crate) async fn replay(
@@ -54,6 +62,7 @@ pub(crate) async fn replay(
         WalProgress::default(),
     );
     let (mut entries, mut rows) = (0u64, 0u64);
+    let mut requests = Vec::new();
     let next_position = wal::read_run(store, paths, replay_after + 1, |entry| {
         entries += 1;
         if entry.writer_epoch > epoch {
@@ -90,8 +99,14 @@ pub(crate) async fn replay(
         }
         let range = active
             .memtable
-            .insert(&batches)
+            .insert_with(&batches, entry.requests.clone())
             .expect("replay made room for the entry");
+        requests.extend(
+            entry
+                .requests
+                .into_iter()
+                .map(|r| (r, active.memtable.clone(), range.end)),
+        );
         let position = WalPosition::new(entry.position).expect("WAL positions start at 1");
         active.wal.advance(range.end, position);
         if active.memtable.should_freeze(max_size) {
@@ -111,6 +126,7 @@ pub(crate) async fn replay(
         next_position: WalPosition::new(next_position).expect("the WAL tip is at least 1"),
         entries,
         rows,
+        requests,
     })
 }
 

@@ -19,6 +19,7 @@ use arrow_schema::SchemaRef;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::request_index::RequestIndex;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::flush::completion::{Watcher, completion};
@@ -103,16 +104,32 @@ pub(crate) struct WriterState {
     pub mode: Mode,
     /// The WAL position the next append will try, as last reported.
     pub next_wal_position: WalPosition,
+    /// The request ids of recent puts (see `request_index` for the window).
+    pub requests: RequestIndex,
     reports: Reports,
 }
 
 impl WriterState {
-    pub fn new(mode: Mode, next_wal_position: WalPosition, reports: Reports) -> Self {
+    pub fn new(
+        mode: Mode,
+        next_wal_position: WalPosition,
+        requests: RequestIndex,
+        reports: Reports,
+    ) -> Self {
         WriterState {
             lifecycle: Lifecycle::Open,
             mode,
             next_wal_position,
+            requests,
             reports,
+        }
+    }
+
+    /// How far the WAL-only queue is appended (0 in MemTable mode), for the request index.
+    pub fn wal_only_appended(&self) -> u64 {
+        match &self.mode {
+            Mode::WalOnly(wo) => wo.appended,
+            Mode::MemTable(_) => 0,
         }
     }
 
@@ -174,6 +191,7 @@ impl WriterState {
                     }
                     _ => debug_assert!(false, "flushed MemTable is not the oldest frozen one"),
                 }
+                self.requests.flushed(&memtable);
                 mt.flushed.push(generation);
             }
             (r, _) => debug_assert!(false, "{r:?} does not belong to this writer's mode"),
