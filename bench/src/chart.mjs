@@ -4,8 +4,8 @@
 import * as vega from 'vega'
 import * as vl from 'vega-lite'
 
-const ORDER = ['memwal', 'floor-js', 'floor-rust', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
-const COLORS = ['#d62728', '#7f7f7f', '#bcbd22', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e']
+const ORDER = ['memwal', 'memwal objects', 'floor-js', 'floor-rust', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+const COLORS = ['#d62728', '#e377c2', '#7f7f7f', '#bcbd22', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e']
 
 export async function renderChart(report) {
   const cells = report.cells

@@ -7,15 +7,19 @@ import { Latencies, now } from './latencies.mjs'
  * Runs `clients` closed-loop clients, each awaiting its own `op(client, seq)` until the window
  * ends. Latencies are recorded for ops invoked inside the measured window; throughput counts ops
  * that complete inside it. `hooks.start()`/`hooks.end()` run at the window's edges (e.g. to
- * snapshot counters). Errors are counted; more than `maxErrors` aborts the cell.
+ * snapshot counters). Errors are counted; more than `maxErrors` aborts the cell. An error for
+ * which `tolerated(e)` is true (a peer's documented refusal, such as LanceDB's commit conflict
+ * under concurrent appends) is counted apart as `tolerated` and never aborts the cell.
  */
-export async function closedLoop({ clients, warmupMs, measureMs, op, hooks = {}, maxErrors = 0 }) {
+export async function closedLoop({ clients, warmupMs, measureMs, op, hooks = {}, maxErrors = 0, tolerated = () => false }) {
   const lat = new Latencies()
   const t0 = now()
   const from = t0 + warmupMs
   const end = from + measureMs
   let ops = 0
   let errors = 0
+  let toleratedErrors = 0
+  let firstTolerated = null
   let firstError = null
   let startedHook = false
   let endedHook = false
@@ -40,6 +44,11 @@ export async function closedLoop({ clients, warmupMs, measureMs, op, hooks = {},
       try {
         await op(c, seq)
       } catch (e) {
+        if (tolerated(e)) {
+          toleratedErrors++
+          firstTolerated ??= e
+          continue
+        }
         errors++
         firstError ??= e
         if (errors > maxErrors) throw e
@@ -65,6 +74,8 @@ export async function closedLoop({ clients, warmupMs, measureMs, op, hooks = {},
     latencyUs: lat.summary(),
     errors,
     firstError: firstError ? String(firstError.message ?? firstError).slice(0, 300) : null,
+    tolerated: toleratedErrors,
+    firstTolerated: firstTolerated ? String(firstTolerated.message ?? firstTolerated).slice(0, 160) : null,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
     startSnap,
     endSnap,

@@ -10,6 +10,13 @@ export const PEERS = ['better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
 export const DURABLE_PEERS = ['better-sqlite3', 'lmdb', 'classic-level']
 /** Every store of W1-W3. */
 export const ALL = [...FLOORS, 'memwal', ...PEERS]
+/** memwal given plain-object rows built per put (W2 also runs it beside the prebuilt Tables). */
+export const MEMWAL_OBJECTS = 'memwal objects'
+
+/** W8's stores: memwal with an event object and with a Table built per event, and the peers. */
+export const W8_STORES = [MEMWAL_OBJECTS, 'memwal tableFromArrays', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+/** W8e's stores (classic-level has no typed-array value, so it sits out the embeddings). */
+export const W8E_STORES = [MEMWAL_OBJECTS, 'better-sqlite3', 'lmdb', 'lancedb']
 
 /** W3's non-durable cell from a fresh writer, before backpressure can start. */
 export const BURST = 'non-durable burst (fresh writer, 0.5 s)'

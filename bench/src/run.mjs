@@ -1,4 +1,4 @@
-// The benchmark: workloads W0-W7 (bench/README.md describes each) side by side in one run,
+// The benchmark: workloads W0-W8 (bench/README.md describes each) side by side in one run,
 // against the raw disk floor (JavaScript and memwal-core's store from Rust) and better-sqlite3,
 // lmdb, classic-level and LanceDB. Run through bench.mjs (`npm run bench [-- --smoke]`), which
 // installs and builds what this needs first.
@@ -15,7 +15,8 @@ import { summaryMarkdown } from './summary.mjs'
 import { sayFencingTable, sayRecoveryTable, sayWorkloadTables, summarizeFencing } from './tables.mjs'
 import { ROW_BYTES, arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
 import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
-import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalStore, sqliteStore } from './stores.mjs'
+import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalObjectsStore, memwalStore, sqliteStore } from './stores.mjs'
+import { eventCell, eventStores } from './events.mjs'
 import { claimShard } from './claim.mjs'
 import { closedLoop } from './closed-loop.mjs'
 import { retire, rmrf } from './data-dir.mjs'
@@ -23,7 +24,7 @@ import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 import { now } from './latencies.mjs'
 import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
-import { ALL, BURST, FLOORS, SUSTAINED, W5_ROTATING, W5_STEADY } from './plan.mjs'
+import { ALL, BURST, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING, W5_STEADY, W8_STORES, W8E_STORES } from './plan.mjs'
 import { saySmokeChecks, smokeChecks } from './smoke.mjs'
 import { issueTargets, sayTargets } from './targets.mjs'
 
@@ -137,6 +138,7 @@ const RUST_BIN = rustFloorBinary(benchDir, { allowDebug: MODE === 'smoke' })
 const STORES = {
   'floor-js': jsFloorStore(payloadFor),
   memwal: memwalStore(mods, pools21),
+  [MEMWAL_OBJECTS]: memwalObjectsStore(mods, kit21.schema),
   'better-sqlite3': sqliteStore(),
   lmdb: lmdbStore(),
   'classic-level': levelStore(),
@@ -213,7 +215,7 @@ async function cell(
         measureMs,
         op: s.put,
         hooks: { start: () => s.counters(), end: () => s.counters() },
-        maxErrors: store === 'lancedb' ? Infinity : 0,
+        tolerated: STORES[store].tolerated,
       })
     } finally {
       rss = sampler.stop()
@@ -241,6 +243,8 @@ async function cell(
     latencyUs: res.latencyUs,
     errors: res.errors,
     firstError: res.firstError ?? null,
+    tolerated: res.tolerated ?? 0,
+    firstTolerated: res.firstTolerated ?? null,
     cpuSeconds: res.cpuSeconds,
     rssStart: rss?.start ?? null,
     rssPeak: rss?.peak ?? null,
@@ -304,7 +308,7 @@ W.W2 = async () => {
         [100, [1, 16, 64]],
       ]
   for (const [rows, cs] of plan)
-    for (const clients of cs) for (const store of ALL) await cell('W2', { store, rows, clients })
+    for (const clients of cs) for (const store of [...ALL, MEMWAL_OBJECTS]) await cell('W2', { store, rows, clients })
 }
 
 W.W3 = async () => {
@@ -352,6 +356,23 @@ W.W5 = async () => {
     label: 'rotating (MemTables of 1000 batches / 1 MiB, 8 MiB unflushed)',
     measureMs: P.w5Ms,
   })
+}
+
+// W8: events as users write them, each put building its own input (events.mjs).
+const events = eventStores(mods)
+async function eventCellOf(workload, store, { kind, durable, clients }) {
+  const dir = cellDir(`${workload}-${store.replaceAll(' ', '-')}`)
+  note(`${workload} ${store} C=${clients}${durable ? '' : ' non-durable'}`)
+  const r = await eventCell(events, store, { dir, kind, durable, clients, warmupMs: P.warmupMs, measureMs: P.measureMs })
+  retire(dir)
+  if (r !== null) results.push(r)
+}
+
+W.W8 = async () => {
+  for (const durable of [true, false])
+    for (const clients of [1, 64])
+      for (const store of W8_STORES) await eventCellOf('W8', store, { kind: 'events', durable, clients })
+  for (const store of W8E_STORES) await eventCellOf('W8e', store, { kind: 'embeddings', durable: true, clients: 64 })
 }
 
 const BIG = { maxMemtableSize: 2 ** 34, maxUnflushedMemtableBytes: 2 ** 35, maxMemtableBatches: 1 << 20 }
@@ -590,8 +611,8 @@ say(`loadavg at start: ${loadStart.map((x) => x.toFixed(2)).join(' ')}`)
 if (!RUST_BIN) say('note: the Rust store floor binary is missing (no cargo?): its rows are skipped')
 
 // W5 runs first: its RSS bound is only meaningful before earlier cells have grown the heap and
-// the allocator's arenas (freed memory is reused without raising RSS). Reports keep W0-W7 order.
-const order = ['W5', 'W0', 'W1', 'W2', 'W3', 'W4', 'W6', 'W7']
+// the allocator's arenas (freed memory is reused without raising RSS). Reports keep W0-W8 order.
+const order = ['W5', 'W0', 'W1', 'W2', 'W3', 'W4', 'W6', 'W7', 'W8']
 const workloadSeconds = {}
 for (const w of order) {
   if (!wanted(w)) continue
@@ -650,6 +671,7 @@ const out = {
   notes: [
     'MB/s counts 100 B per row (the logical record), for every store.',
     'memwal: Tables prebuilt before timing (a pool of distinct Tables per put size, cycled); each put still pays the JS-side column export; W7 builds a Table per put (it checks identities, not speed).',
+    '"memwal objects" (W2) puts plain-object rows { key, value, ts } built per put; W8 builds every input inside the timed call (an event object, or a Table from tableFromArrays), as a service does per request.',
     'Floors publish the Arrow IPC stream bytes of the same put (payloadBytes), group-committing concurrent puts into one file.',
     'LanceDB: table.add does no fsync/fdatasync on a local directory (strace), so its rows are an upper bound, not durable; it is left out of "best durable peer".',
     'better-sqlite3 is synchronous: concurrent clients are serialized on the event loop (one transaction per put).',

@@ -24,13 +24,14 @@ export function smokeChecks(run) {
     readings.push({ reading: text, detail })
   }
   for (const r of results) {
-    if (r.store !== 'memwal') {
+    if (!r.store.startsWith('memwal')) {
       // Peers and floors can be slower than a smoke window: only their errors count.
       guard(
         `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}: no errors`,
         r.errors === 0,
         `${r.ops} ops, ${r.errors} errors${r.firstError ? `: ${r.firstError}` : ''}`,
       )
+      if (r.tolerated) reading(`${r.workload} ${r.store} rows=${r.rows} C=${r.clients}: refused puts (tolerated)`, `${r.tolerated}: ${r.firstTolerated}`)
     } else {
       guard(
         `${r.workload} ${r.store} rows=${r.rows} C=${r.clients}${r.label ? ` ${r.label}` : ''}: completed puts, no errors`,
@@ -58,6 +59,13 @@ export function smokeChecks(run) {
   if (nd) reading('W3 memwal non-durable burst', `${nd.mbPerSec.toFixed(0)} MB/s`)
   const w4 = find('W4', 'memwal', 1, 1, false)
   if (w4) reading('W4 memwal non-durable p50', fmtUs(w4.latencyUs.p50))
+  const w8 = find('W8', 'memwal objects', 1, 64)
+  if (w8) {
+    guard('W8 memwal objects C=64 group-commits (> 2 puts per WAL entry)', w8.putsPerWalEntry > 2, `${w8.putsPerWalEntry?.toFixed(1)}`)
+    guard('W8 the JS thread was measured (event-loop utilisation over the window)', w8.jsThreadUsPerPut > 0, `${w8.jsThreadUsPerPut}`)
+  }
+  const w8b = find('W8', 'memwal objects', 1, 1, false)
+  if (w8b) reading('W8 memwal objects non-durable C=1', `${fmtNum(w8b.rowsPerSec)} rows/s, JS thread ${w8b.jsThreadUsPerPut?.toFixed(2)} µs/put`)
   const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
   if (rot) {
     guard('W5 rotations happened (≥ 1 generation flushed)', rot.generationsFlushed >= 1, `${rot.generationsFlushed}`)

@@ -22,6 +22,26 @@ function firstClause(detail) {
   return detail
 }
 
+/**
+ * A Markdown table with a column per store and a row per `[name, pick(store) -> cell, fmt(cell)]`
+ * (`-` where a store has no such cell).
+ */
+function storeTable(stores, rows) {
+  return [
+    row(['', ...stores]),
+    row(['---', ...stores.map(() => '---:')]),
+    ...rows.map(([name, pick, fmt]) =>
+      row([
+        name,
+        ...stores.map((s) => {
+          const c = pick(s)
+          return c ? fmt(c) : '-'
+        }),
+      ]),
+    ),
+  ]
+}
+
 export function summaryMarkdown(report) {
   const f = report.machine.floor
   const v = report.machine.versions
@@ -79,22 +99,30 @@ export function summaryMarkdown(report) {
     ['W4 non-durable 1-row put, 1 client: p50', (s) => find('W4', s, 1, 1), (c) => fmtUs(c.latencyUs.p50)],
     ['W4 non-durable 1-row puts/s, 64 clients', (s) => find('W4', s, 1, 64), (c) => fmtNum(c.putsPerSec)],
   ]
-  lines.push(row(['', ...stores]))
-  lines.push(row(['---', ...stores.map(() => '---:')]))
-  for (const [name, pick, fmt] of headline) {
-    lines.push(
-      row([
-        name,
-        ...stores.map((s) => {
-          const c = pick(s)
-          return c ? fmt(c) : '-'
-        }),
-      ]),
-    )
-  }
+  lines.push(...storeTable(stores, headline))
   lines.push('')
   lines.push('LanceDB issues no fsync on a local directory, so its column is not durable (an upper bound).')
   lines.push('')
+  const w8 = report.cells.filter((c) => c.workload === 'W8' || c.workload === 'W8e')
+  if (w8.length) {
+    const w8Stores = [...new Set(w8.map((c) => c.store))]
+    const pick = (w, clients, isDurable) => (st) =>
+      w8.find((c) => c.workload === w && c.store === st && c.clients === clients && c.durable === isDurable)
+    const w8Rows = [
+      ['W8 durable event puts/s, 1 client', pick('W8', 1, true), (c) => fmtNum(c.putsPerSec)],
+      ['W8 durable event puts/s, 64 clients', pick('W8', 64, true), (c) => fmtNum(c.putsPerSec)],
+      ['W8 non-durable event puts/s, 1 client', pick('W8', 1, false), (c) => fmtNum(c.putsPerSec)],
+      ['W8 non-durable event puts/s, 64 clients', pick('W8', 64, false), (c) => fmtNum(c.putsPerSec)],
+      ['W8 JS thread per non-durable put, 1 client', pick('W8', 1, false), (c) => fmtUs(c.jsThreadUsPerPut)],
+      ['W8e durable 768-float embedding rows, 64 clients: MB/s', pick('W8e', 64, true), (c) => c.mbPerSec.toFixed(0)],
+    ]
+    lines.push(
+      'W8, events as users write them: 1-row puts of a ~100 B `{ id, ts, user, payload }` event, the input built inside each timed put (memwal: the object itself, or a Table from `tableFromArrays`; the peers: as their docs show).',
+    )
+    lines.push('')
+    lines.push(...storeTable(w8Stores, w8Rows))
+    lines.push('')
+  }
   lines.push(row(['target', 'result', 'ratio', 'measured']))
   lines.push(row(['---', '---', '---:', '---']))
   for (const t of report.targets) {

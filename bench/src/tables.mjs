@@ -11,11 +11,13 @@ const TITLES = {
   W3: 'W3 ingest: 10,000-row batches (durable; memwal also non-durable)',
   W4: 'W4 small-batch call overhead: 1-row non-durable puts',
   W5: 'W5 rotation and flush under load: 1-row durable puts, 64 clients',
+  W8: 'W8 events as users write them: 1-row puts of a ~100 B event, the input built inside each timed put',
+  W8e: 'W8e embeddings: 1-row durable puts of { id, 768-wide Float32Array }, 64 clients (MB/s of vector data)',
 }
 
-/** Prints the cells of W0-W5 through `say`, one table per workload that ran. */
+/** Prints the cells of W0-W5 and W8 through `say`, one table per workload that ran. */
 export function sayWorkloadTables(results, say) {
-  for (const w of ['W0', 'W1', 'W2', 'W3', 'W4', 'W5']) {
+  for (const w of ['W0', 'W1', 'W2', 'W3', 'W4', 'W5', 'W8', 'W8e']) {
     const rs = results.filter((r) => r.workload === w)
     if (rs.length === 0) continue
     say()
@@ -54,6 +56,8 @@ export function sayWorkloadTables(results, say) {
           r.putsPerWalEntry != null ? r.putsPerWalEntry.toFixed(1) : '',
           [
             r.errors ? `${r.errors} errors` : '',
+            r.tolerated ? `${r.tolerated} puts refused (commit conflict)` : '',
+            r.jsThreadUsPerPut != null ? `JS thread ${r.jsThreadUsPerPut.toFixed(1)} µs/put` : '',
             r.generationsFlushed
               ? `${r.generationsFlushed} generations flushed (${fmtUs(r.generationFlushMs * 1000)} each, ${r.generationFlushMBps.toFixed(0)} MB/s)`
               : '',

@@ -1,10 +1,11 @@
 // The targets of issue 5, each judged as a ratio measured within one run (met or missed), so
 // that a slower or busier machine moves both sides of the ratio: a lone durable put near the
 // publish floor (W1), group commit (W2), ingest against the raw floor (W3), small-call overhead
-// (W4), rotations and memory under load (W5), replay (W6) and fencing a live writer (W7).
+// (W4), rotations and memory under load (W5), replay (W6) and fencing a live writer (W7); and
+// those of issue 14: events as users write them (W8), plain-object puts against the peers.
 
 import { best } from './lookup.mjs'
-import { BURST, DURABLE_PEERS, FLOORS, SUSTAINED, W5_ROTATING } from './plan.mjs'
+import { BURST, DURABLE_PEERS, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING } from './plan.mjs'
 import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
 
 /**
@@ -60,6 +61,17 @@ export function issueTargets(run) {
           y >= 1.5,
           y / 1.5,
           `memwal ${fmtNum(c64.putsPerSec)}/s vs best durable peer ${peer.store} ${fmtNum(peer.putsPerSec)}/s = ${y.toFixed(2)}× (ratio = that / 1.5)${lance ? `; LanceDB (not fsynced) ${fmtNum(lance.putsPerSec)}/s` : ''}`,
+        )
+      }
+      const objects = find('W2', MEMWAL_OBJECTS, 1, 64)
+      if (peer && objects) {
+        const y = objects.putsPerSec / peer.putsPerSec
+        target(
+          'W2b (objects)',
+          '1-row durable puts of plain objects at 64 clients ≥ 1.5× the best peer',
+          y >= 1.5,
+          y / 1.5,
+          `memwal plain-object rows built per put ${fmtNum(objects.putsPerSec)}/s vs best durable peer ${peer.store} ${fmtNum(peer.putsPerSec)}/s = ${y.toFixed(2)}× (ratio = that / 1.5)`,
         )
       }
     }
@@ -135,6 +147,7 @@ export function issueTargets(run) {
         `${fmtNum(c64.putsPerSec)} calls/s (ratio = that / 50k); ${c64.generationsFlushed} generations flushed in the window`,
       )
   }
+  if (wanted('W8')) w8Targets(find, target)
   if (wanted('W5')) {
     const steady = results.find((r) => r.workload === 'W5' && r.label?.startsWith('steady'))
     const rot = results.find((r) => r.workload === 'W5' && r.label?.startsWith('rotating'))
@@ -197,6 +210,50 @@ export function issueTargets(run) {
     )
   }
   return targets
+}
+
+/** W8's targets (issue 14): whole-call costs of 1-row event puts, input built per put. */
+function w8Targets(find, target) {
+  const peerAt = (workload, clients) =>
+    best(
+      DURABLE_PEERS.map((p) => find(workload, p, 1, clients)),
+      (r) => r.putsPerSec,
+    )
+  const peer = peerAt('W8', 64)
+  const vs = (m) => `${fmtNum(m.putsPerSec)}/s vs best durable peer ${peer.store} ${fmtNum(peer.putsPerSec)}/s`
+  const objects = find('W8', MEMWAL_OBJECTS, 1, 64)
+  if (objects && peer) {
+    const y = objects.putsPerSec / peer.putsPerSec
+    target('W8a', 'durable plain-object event puts at 64 clients ≥ 2× the best durable peer', y >= 2, y / 2, `memwal ${vs(objects)} = ${y.toFixed(2)}× (ratio = that / 2); ${objects.putsPerWalEntry?.toFixed(1) ?? '-'} puts per WAL entry`)
+  }
+  const lone = find('W8', MEMWAL_OBJECTS, 1, 1, false)
+  if (lone) {
+    const rate = lone.rowsPerSec / 150_000
+    const js = lone.jsThreadUsPerPut
+    target(
+      'W8b',
+      'non-durable plain-object event puts, 1 client: ≥ 150k rows/s and ≤ 5 µs of JS thread per put',
+      lone.rowsPerSec >= 150_000 && js <= 5,
+      Math.min(rate, 5 / js),
+      `${fmtNum(lone.rowsPerSec)} rows/s (÷ 150k = ${rate.toFixed(2)}); JS thread ${js.toFixed(2)} µs per put, the whole call with the event built (5 µs ÷ that = ${(5 / js).toFixed(2)}); ratio = the smaller; p50 ${fmtUs(lone.latencyUs.p50)}`,
+    )
+  }
+  const tfa = find('W8', 'memwal tableFromArrays', 1, 64)
+  if (tfa && peer) {
+    const y = tfa.putsPerSec / peer.putsPerSec
+    target('W8c', 'durable tableFromArrays event puts at 64 clients ≥ 1× the best durable peer', y >= 1, y, `memwal, a Table built per event, ${vs(tfa)} = ${y.toFixed(2)}×; JS thread ${tfa.jsThreadUsPerPut?.toFixed(1)} µs per put`)
+  }
+  const emb = find('W8e', MEMWAL_OBJECTS, 1, 64)
+  if (emb) {
+    const ePeer = peerAt('W8e', 64)
+    target(
+      'W8e',
+      'durable 768-wide Float32Array embedding rows at 64 clients ≥ 50 MB/s of vector data',
+      emb.mbPerSec >= 50,
+      emb.mbPerSec / 50,
+      `${emb.mbPerSec.toFixed(0)} MB/s (${fmtNum(emb.putsPerSec)} rows/s × 3,072 B; ratio = MB/s / 50)${ePeer ? `; best durable peer ${ePeer.store} ${ePeer.mbPerSec.toFixed(0)} MB/s` : ''}`,
+    )
+  }
 }
 
 /** Prints the targets through `say`, one line each with its ratio, then its detail. */

@@ -9,6 +9,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_array::RecordBatch;
+use tokio::task::JoinHandle;
+
 use memwal_core::{
     BatchRange, ErrorCode, FenceReason, PutOptions, RequestId, ShardWriter, WriteResult,
     WriterConfig,
@@ -24,6 +27,16 @@ fn result(generation: u64, start: usize, end: usize) -> WriteResult {
         generation: Some(generation),
         batch_positions: BatchRange { start, end },
     }
+}
+
+/// A put of `batches` with request id `request_id`, on its own task.
+fn spawn_put_with(
+    w: &Arc<ShardWriter>,
+    batches: Vec<RecordBatch>,
+    request_id: &str,
+) -> JoinHandle<memwal_core::Result<WriteResult>> {
+    let (w, options) = (w.clone(), id(request_id));
+    tokio::spawn(async move { w.put_with(batches, options).await })
 }
 
 async fn scanned(w: &ShardWriter) -> Vec<i32> {
@@ -70,17 +83,11 @@ async fn the_wal_entry_records_each_put_it_covers_with_its_original_result() {
     let w = Arc::new(shard.open(durable()).await);
     // Hold the first append so the next puts share one entry (group commit).
     let pause = shard.store.faults().pause_at("wal-append-before-put");
-    let first = tokio::spawn({
-        let w = w.clone();
-        async move { w.put_with(vec![batch([1])], id("p1")).await }
-    });
+    let first = spawn_put_with(&w, vec![batch([1])], "p1");
     pause.reached().await;
     let mut rest = Vec::new();
     for (i, name) in ["p2", "p3"].into_iter().enumerate() {
-        let w = w.clone();
-        rest.push(tokio::spawn(async move {
-            w.put_with(vec![batch([10 + i as i32])], id(name)).await
-        }));
+        rest.push(spawn_put_with(&w, vec![batch([10 + i as i32])], name));
     }
     wait_until("p2 and p3 are inserted", || {
         w.memtable_stats().unwrap().batch_count == 3
@@ -116,10 +123,7 @@ async fn a_retry_of_an_in_flight_put_waits_for_its_append() {
     let shard = Shard::new(&Backend::memory().store);
     let w = Arc::new(shard.open(durable()).await);
     let pause = shard.store.faults().pause_at("wal-append-before-put");
-    let first = tokio::spawn({
-        let w = w.clone();
-        async move { w.put_with(vec![batch([1])], id("a")).await }
-    });
+    let first = spawn_put_with(&w, vec![batch([1])], "a");
     pause.reached().await;
     let mut retry = Box::pin({
         let w = w.clone();
@@ -145,15 +149,9 @@ async fn a_retry_of_an_in_flight_put_that_fails_gets_the_same_typed_error() {
         let shard = Shard::new(&backend.store);
         let a = Arc::new(shard.open(durable()).await);
         let pause = backend.store.faults().pause_at("wal-append-before-put");
-        let first = tokio::spawn({
-            let a = a.clone();
-            async move { a.put_with(vec![batch([1])], id("a")).await }
-        });
+        let first = spawn_put_with(&a, vec![batch([1])], "a");
         pause.reached().await;
-        let retry = tokio::spawn({
-            let a = a.clone();
-            async move { a.put_with(vec![batch([1])], id("a")).await }
-        });
+        let retry = spawn_put_with(&a, vec![batch([1])], "a");
         // A successor claims the shard: the first put's append finds its sentinel.
         let b = shard.open(durable()).await;
         pause.release();
@@ -343,10 +341,7 @@ async fn a_crash_before_the_entry_lands_lets_the_retry_write_the_rows_once() {
         let shard = Shard::new(&backend.store);
         let a = Arc::new(shard.open(durable()).await);
         let pause = backend.store.faults().pause_at("wal-append-before-put");
-        let first = tokio::spawn({
-            let a = a.clone();
-            async move { a.put_with(vec![batch([1])], id("a")).await }
-        });
+        let first = spawn_put_with(&a, vec![batch([1])], "a");
         pause.reached().await;
         a.abort().await.unwrap();
         let e = first.await.unwrap().unwrap_err();

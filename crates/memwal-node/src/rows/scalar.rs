@@ -455,10 +455,8 @@ impl Scalar for Duration {
     type Native = i64;
 
     fn read(&self, js: &mut Js, v: Value) -> Result<i64, Reject> {
-        match number_of(js, v)? {
-            Some(n) => Ok(i64::from_number(n)?),
-            None => Err(Reject::Form),
-        }
+        // A duration is an Int64 in a unit: read as one, described in its unit.
+        Numeric::<i64>::new().read(js, v)
     }
 
     fn number(&self, n: Number) -> Result<i64, String> {
