@@ -81,3 +81,17 @@ export async function closedLoop({ clients, warmupMs, measureMs, op, hooks = {},
     endSnap,
   }
 }
+
+/**
+ * {@link closedLoop} of session `s`'s puts (a store adapter's session, see stores.mjs), which
+ * ends afterwards whatever happened: a memwal writer is aborted (its rows are not needed), any
+ * other store closed.
+ */
+export async function closedLoopOf(s, options) {
+  try {
+    return await closedLoop({ ...options, op: s.put })
+  } finally {
+    if (s.writer) await s.writer.abort()
+    else await s.close()
+  }
+}

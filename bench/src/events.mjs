@@ -14,7 +14,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 
-import { closedLoop } from './closed-loop.mjs'
+import { closedLoopOf } from './closed-loop.mjs'
 import { isLanceCommitConflict } from './stores.mjs'
 
 const require = createRequire(import.meta.url)
@@ -191,29 +191,22 @@ export async function eventCell(stores, name, { dir, kind, durable, clients, war
   if (s === null) return null
   let elu0 = null
   let elu = null
-  let res
-  try {
-    res = await closedLoop({
-      clients,
-      warmupMs,
-      measureMs,
-      op: s.put,
-      hooks: {
-        start: () => {
-          elu0 = performance.eventLoopUtilization()
-          return s.counters()
-        },
-        end: () => {
-          elu = performance.eventLoopUtilization(elu0)
-          return s.counters()
-        },
+  const res = await closedLoopOf(s, {
+    clients,
+    warmupMs,
+    measureMs,
+    hooks: {
+      start: () => {
+        elu0 = performance.eventLoopUtilization()
+        return s.counters()
       },
-      tolerated: name === 'lancedb' ? isLanceCommitConflict : undefined,
-    })
-  } finally {
-    if (s.writer) await s.writer.abort()
-    else await s.close()
-  }
+      end: () => {
+        elu = performance.eventLoopUtilization(elu0)
+        return s.counters()
+      },
+    },
+    tolerated: name === 'lancedb' ? isLanceCommitConflict : undefined,
+  })
   const putsPerSec = res.ops / res.seconds
   const rowBytes = kind === 'events' ? EVENT_BYTES : EMBEDDING_DIM * 4
   const entries =

@@ -27,3 +27,10 @@ export const SUSTAINED = 'non-durable sustained'
 export const W5_ROTATING = { maxMemtableBatches: 1000, maxMemtableSize: 1 << 20, maxUnflushedMemtableBytes: 8 << 20 }
 /** W5's MemTables large enough never to rotate during the cell. */
 export const W5_STEADY = { maxMemtableBatches: 1 << 21, maxMemtableSize: 2 ** 33, maxUnflushedMemtableBytes: 2 ** 34 }
+/** W8's cells in run order, as `[workload, store, { kind, durable, clients }]`. */
+export const W8_PLAN = [
+  ...[true, false].flatMap((durable) =>
+    [1, 64].flatMap((clients) => W8_STORES.map((store) => ['W8', store, { kind: 'events', durable, clients }])),
+  ),
+  ...W8E_STORES.map((store) => ['W8e', store, { kind: 'embeddings', durable: true, clients: 64 }]),
+]

@@ -18,13 +18,13 @@ import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from '.
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalObjectsStore, memwalStore, sqliteStore } from './stores.mjs'
 import { eventCell, eventStores } from './events.mjs'
 import { claimShard } from './claim.mjs'
-import { closedLoop } from './closed-loop.mjs'
+import { closedLoopOf } from './closed-loop.mjs'
 import { retire, rmrf } from './data-dir.mjs'
 import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 import { now } from './latencies.mjs'
 import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
-import { ALL, BURST, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING, W5_STEADY, W8_STORES, W8E_STORES } from './plan.mjs'
+import { ALL, BURST, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING, W5_STEADY, W8_PLAN } from './plan.mjs'
 import { saySmokeChecks, smokeChecks } from './smoke.mjs'
 import { issueTargets, sayTargets } from './targets.mjs'
 
@@ -209,18 +209,15 @@ async function cell(
     const s = await STORES[store].open(dir, { durable, rows, clients, options: options ?? {} })
     const sampler = rssSampler()
     try {
-      res = await closedLoop({
+      res = await closedLoopOf(s, {
         clients,
         warmupMs,
         measureMs,
-        op: s.put,
         hooks: { start: () => s.counters(), end: () => s.counters() },
         tolerated: STORES[store].tolerated,
       })
     } finally {
       rss = sampler.stop()
-      if (s.writer) await s.writer.abort()
-      else await s.close()
     }
     counters = counterDelta(res.startSnap, res.endSnap)
   }
@@ -360,19 +357,15 @@ W.W5 = async () => {
 
 // W8: events as users write them, each put building its own input (events.mjs).
 const events = eventStores(mods)
-async function eventCellOf(workload, store, { kind, durable, clients }) {
-  const dir = cellDir(`${workload}-${store.replaceAll(' ', '-')}`)
-  note(`${workload} ${store} C=${clients}${durable ? '' : ' non-durable'}`)
-  const r = await eventCell(events, store, { dir, kind, durable, clients, warmupMs: P.warmupMs, measureMs: P.measureMs })
-  retire(dir)
-  if (r !== null) results.push(r)
-}
-
 W.W8 = async () => {
-  for (const durable of [true, false])
-    for (const clients of [1, 64])
-      for (const store of W8_STORES) await eventCellOf('W8', store, { kind: 'events', durable, clients })
-  for (const store of W8E_STORES) await eventCellOf('W8e', store, { kind: 'embeddings', durable: true, clients: 64 })
+  for (const [workload, store, cellOptions] of W8_PLAN) {
+    const { durable, clients } = cellOptions
+    const dir = cellDir(`${workload}-${store.replaceAll(' ', '-')}`)
+    note(`${workload} ${store} C=${clients}${durable ? '' : ' non-durable'}`)
+    const r = await eventCell(events, store, { dir, ...cellOptions, warmupMs: P.warmupMs, measureMs: P.measureMs })
+    retire(dir)
+    if (r !== null) results.push(r)
+  }
 }
 
 const BIG = { maxMemtableSize: 2 ** 34, maxUnflushedMemtableBytes: 2 ** 35, maxMemtableBatches: 1 << 20 }

@@ -39,6 +39,19 @@ fn spawn_put_with(
     tokio::spawn(async move { w.put_with(batches, options).await })
 }
 
+/// The retry of put "a" (rows `[1]`) on `w`, a writer that never saw the first put land: it
+/// writes the rows, a second retry is answered with its result, and the shard holds them once.
+async fn assert_the_retry_writes_once(shard: &Shard, w: ShardWriter) {
+    let written = w.put_with(vec![batch([1])], id("a")).await.unwrap();
+    assert_eq!(w.stats().retried_puts, 0, "the first put never landed");
+    assert_eq!(
+        w.put_with(vec![batch([1])], id("a")).await.unwrap(),
+        written
+    );
+    w.close().await.unwrap();
+    shard.assert_recovered([1]).await;
+}
+
 async fn scanned(w: &ShardWriter) -> Vec<i32> {
     ids(&w.scan().await.unwrap())
 }
@@ -161,13 +174,7 @@ async fn a_retry_of_an_in_flight_put_that_fails_gets_the_same_typed_error() {
         assert_eq!(e2.fence_reason(), e1.fence_reason(), "{}", backend.name);
         assert_eq!(e2.to_string(), e1.to_string());
         // Nothing was written, so the retry on the new writer writes the rows, once.
-        let written = b.put_with(vec![batch([1])], id("a")).await.unwrap();
-        assert_eq!(
-            b.put_with(vec![batch([1])], id("a")).await.unwrap(),
-            written
-        );
-        b.close().await.unwrap();
-        shard.assert_recovered([1]).await;
+        assert_the_retry_writes_once(&shard, b).await;
     }
 }
 
@@ -348,14 +355,7 @@ async fn a_crash_before_the_entry_lands_lets_the_retry_write_the_rows_once() {
         assert!(e.to_string().contains("WAL flush handler exited"), "{e}");
         let b = shard.open(durable()).await;
         assert_eq!(b.open_stats().replayed_rows, 0, "{}", backend.name);
-        let written = b.put_with(vec![batch([1])], id("a")).await.unwrap();
-        assert_eq!(b.stats().retried_puts, 0);
-        assert_eq!(
-            b.put_with(vec![batch([1])], id("a")).await.unwrap(),
-            written
-        );
-        b.close().await.unwrap();
-        shard.assert_recovered([1]).await;
+        assert_the_retry_writes_once(&shard, b).await;
     }
 }
 

@@ -337,6 +337,29 @@ impl Scalar for Timestamp {
     }
 }
 
+/// A date column's value: a number in its unit, a `Date` (its epoch milliseconds through
+/// `from_ms`), or a string `parse` reads.
+fn read_date<N: FromNumber>(
+    js: &mut Js,
+    v: Value,
+    from_ms: impl FnOnce(i64) -> Result<N, String>,
+    parse: impl FnOnce(&str) -> Option<N>,
+) -> Result<N, Reject> {
+    if let Some(n) = number_of(js, v)? {
+        return Ok(N::from_number(n)?);
+    }
+    match v.ty {
+        Type::Object => match js.date(v)? {
+            Some(ms) => Ok(from_ms(date_millis(ms)?)?),
+            None => Err(Reject::Form),
+        },
+        Type::String => {
+            parse(js.string(v)?).ok_or_else(|| Reject::Value("not an ISO-8601 date".into()))
+        }
+        _ => Err(Reject::Form),
+    }
+}
+
 /// `Date32`: Dates (their UTC day), numbers of days since 1970-01-01, ISO-8601 date strings.
 pub struct Date32;
 
@@ -344,19 +367,15 @@ impl Scalar for Date32 {
     type Native = i32;
 
     fn read(&self, js: &mut Js, v: Value) -> Result<i32, Reject> {
-        if let Some(n) = number_of(js, v)? {
-            return Ok(i32::from_number(n)?);
-        }
-        match v.ty {
-            Type::Object => match js.date(v)? {
-                Some(ms) => Ok(i32::try_from(date_millis(ms)?.div_euclid(86_400_000))
-                    .map_err(|_| "out of the range of Date32".to_owned())?),
-                None => Err(Reject::Form),
+        read_date(
+            js,
+            v,
+            |ms| {
+                i32::try_from(ms.div_euclid(86_400_000))
+                    .map_err(|_| "out of the range of Date32".to_owned())
             },
-            Type::String => Date32Type::parse(js.string(v)?)
-                .ok_or_else(|| Reject::Value("not an ISO-8601 date".into())),
-            _ => Err(Reject::Form),
-        }
+            Date32Type::parse,
+        )
     }
 
     fn number(&self, n: Number) -> Result<i32, String> {
@@ -375,18 +394,7 @@ impl Scalar for Date64 {
     type Native = i64;
 
     fn read(&self, js: &mut Js, v: Value) -> Result<i64, Reject> {
-        if let Some(n) = number_of(js, v)? {
-            return Ok(i64::from_number(n)?);
-        }
-        match v.ty {
-            Type::Object => match js.date(v)? {
-                Some(ms) => date_millis(ms),
-                None => Err(Reject::Form),
-            },
-            Type::String => Date64Type::parse(js.string(v)?.trim())
-                .ok_or_else(|| Reject::Value("not an ISO-8601 date".into())),
-            _ => Err(Reject::Form),
-        }
+        read_date(js, v, Ok, |s| Date64Type::parse(s.trim()))
     }
 
     fn number(&self, n: Number) -> Result<i64, String> {
