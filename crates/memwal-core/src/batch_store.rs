@@ -26,28 +26,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_data::ArrayData;
 
 use crate::request_id::PutRecord;
-
-/// A half-open range `[start, end)` of 0-based batch positions **within one generation's
-/// BatchStore**. Never compare it with a range of another generation (see the seed report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BatchRange {
-    /// First position (inclusive).
-    pub start: usize,
-    /// One past the last position.
-    pub end: usize,
-}
-
-impl BatchRange {
-    /// Number of batches in the range.
-    pub fn len(&self) -> usize {
-        self.end - self.start
-    }
-
-    /// True if the range holds no batch.
-    pub fn is_empty(&self) -> bool {
-        self.end == self.start
-    }
-}
+pub use crate::write_result::BatchRange;
 
 /// One batch in a store, with its cumulative offsets.
 #[derive(Debug, Clone)]

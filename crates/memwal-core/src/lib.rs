@@ -30,6 +30,7 @@ pub mod request_id;
 pub mod stats;
 pub mod store;
 pub mod wal;
+pub mod write_result;
 pub mod writer;
 
 pub use batch_store::BatchRange;

@@ -22,9 +22,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::batch_store::BatchRange;
 use crate::error::{Error, Result};
-use crate::writer::WriteResult;
+use crate::write_result::{BatchRange, WriteResult};
 
 /// The longest request id, in UTF-8 bytes. Ids are kept in memory for the retention window and
 /// written into every WAL entry and generation that holds their rows, so they are bounded;

@@ -473,9 +473,8 @@ mod tests {
     }
 
     fn records() -> Vec<PutRecord> {
-        use crate::batch_store::BatchRange;
         use crate::request_id::RequestId;
-        use crate::writer::WriteResult;
+        use crate::write_result::{BatchRange, WriteResult};
         ["retry-1", "retry-2"]
             .iter()
             .enumerate()

@@ -24,16 +24,7 @@ use crate::error::{Error, Result};
 use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{DurableWatcher, put_completion};
 use crate::request_id::{PutRecord, RequestId};
-
-/// Where a put's rows went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriteResult {
-    /// The MemTable generation that accepted the rows (`None` in WAL-only mode).
-    pub generation: Option<u64>,
-    /// The batches' positions: local to `generation` in MemTable mode (the first put after a
-    /// rotation is `0..1` again); writer-lifetime in WAL-only mode.
-    pub batch_positions: BatchRange,
-}
+pub use crate::write_result::WriteResult;
 
 /// Options of one put.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
