@@ -56,6 +56,14 @@ async fn scanned(w: &ShardWriter) -> Vec<i32> {
     ids(&w.scan().await.unwrap())
 }
 
+/// A durable writer's config that remembers request ids for `ms` after their put.
+fn retaining_ids_for(ms: u64) -> WriterConfig {
+    WriterConfig {
+        request_id_retention_ms: ms,
+        ..durable()
+    }
+}
+
 /// Freezes the active MemTable and waits until it is a committed generation.
 async fn flush_generation(w: &ShardWriter) {
     w.force_seal_active().await.unwrap();
@@ -285,10 +293,7 @@ async fn ids_of_a_flushed_generation_survive_a_reopen_within_the_retention() {
 #[tokio::test(start_paused = true)]
 async fn after_the_retention_a_retry_is_written_again() {
     let shard = Shard::new(&Backend::memory().store);
-    let config = WriterConfig {
-        request_id_retention_ms: 600_000,
-        ..durable()
-    };
+    let config = retaining_ids_for(600_000);
     let a = shard.open(config.clone()).await;
     let first = a.put_with(vec![batch([1])], id("a")).await.unwrap();
     flush_generation(&a).await;
@@ -311,10 +316,7 @@ async fn after_the_retention_a_retry_is_written_again() {
 #[tokio::test(start_paused = true)]
 async fn a_retention_of_zero_keeps_ids_only_until_their_generation_is_flushed() {
     let shard = Shard::new(&Backend::memory().store);
-    let config = WriterConfig {
-        request_id_retention_ms: 0,
-        ..durable()
-    };
+    let config = retaining_ids_for(0);
     let a = shard.open(config.clone()).await;
     let first = a.put_with(vec![batch([1])], id("a")).await.unwrap();
     tokio::time::advance(Duration::from_secs(3600)).await;
@@ -447,12 +449,6 @@ async fn a_damaged_request_id_file_fails_the_open_naming_it() {
     assert_eq!(e.code(), ErrorCode::Corrupt);
     assert!(e.to_string().contains("request_ids.json"), "{e}");
     // Without retention the file is not needed, and not read.
-    let w = shard
-        .try_open(WriterConfig {
-            request_id_retention_ms: 0,
-            ..durable()
-        })
-        .await
-        .unwrap();
+    let w = shard.try_open(retaining_ids_for(0)).await.unwrap();
     w.close().await.unwrap();
 }
