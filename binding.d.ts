@@ -111,17 +111,6 @@ export declare class NativeWalTailer {
 }
 
 /**
- * Where a put's rows went, and whether their durability is reported through the writer's
- * relay (`relayDurable`) under the id the put was given.
- */
-export declare class NativeWriteTicket {
-  /** Where the rows went. */
-  get result(): WriteResult
-  /** True in durable mode: the relay reports the rows' durability under the put's id. */
-  get relayed(): boolean
-}
-
-/**
  * Batch positions `[start, end)`.
  *
  * @inline
@@ -177,6 +166,18 @@ export interface NativeWalEntry {
   isSentinel: boolean
   /** The entry's batches as an Arrow IPC stream (`null` for a sentinel). */
   data?: Buffer
+}
+
+/**
+ * Where a put's rows went, and whether their durability is reported through the writer's
+ * relay (`relayDurable`) under the id the put was given. A plain object, not a class: every
+ * put returns one, and a class instance with getters costs the JavaScript thread more.
+ */
+export interface NativeWriteTicket {
+  /** Where the rows went. */
+  result: WriteResult
+  /** True in durable mode: the relay reports the rows' durability under the put's id. */
+  relayed: boolean
 }
 
 /**

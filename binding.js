@@ -839,4 +839,3 @@ module.exports.NativeObjectStore = nativeBinding.NativeObjectStore
 module.exports.NativeShardReader = nativeBinding.NativeShardReader
 module.exports.NativeShardWriter = nativeBinding.NativeShardWriter
 module.exports.NativeWalTailer = nativeBinding.NativeWalTailer
-module.exports.NativeWriteTicket = nativeBinding.NativeWriteTicket

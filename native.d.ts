@@ -4,6 +4,5 @@ export {
   NativeShardReader,
   NativeShardWriter,
   NativeWalTailer,
-  NativeWriteTicket,
 } from './binding.js'
 export type * from './binding.js'

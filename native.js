@@ -36,4 +36,3 @@ module.exports.NativeObjectStore = native.NativeObjectStore
 module.exports.NativeShardReader = native.NativeShardReader
 module.exports.NativeShardWriter = native.NativeShardWriter
 module.exports.NativeWalTailer = native.NativeWalTailer
-module.exports.NativeWriteTicket = native.NativeWriteTicket

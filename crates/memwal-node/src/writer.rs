@@ -38,29 +38,16 @@ pub struct NativeShardWriter {
 }
 
 /// Where a put's rows went, and whether their durability is reported through the writer's
-/// relay (`relayDurable`) under the id the put was given.
-#[napi]
+/// relay (`relayDurable`) under the id the put was given. A plain object, not a class: every
+/// put returns one, and a class instance with getters costs the JavaScript thread more.
+#[napi(object, object_from_js = false, js_name = "NativeWriteTicket")]
 pub struct NativeWriteTicket {
-    result: WriteResult,
-    relayed: bool,
-}
-
-#[napi]
-impl NativeWriteTicket {
     /// Where the rows went.
-    #[napi(getter)]
-    pub fn result(&self) -> NativeWriteResult {
-        self.result.into()
-    }
-
+    pub result: NativeWriteResult,
     /// True in durable mode: the relay reports the rows' durability under the put's id.
-    #[napi(getter)]
-    pub fn relayed(&self) -> bool {
-        self.relayed
-    }
+    pub relayed: bool,
 }
 
-/// The ticket of an inserted put: its durability watcher, if any, goes to the relay.
 fn ticket(
     relay: Option<&DurableRelay>,
     durable_id: Option<f64>,
@@ -69,7 +56,7 @@ fn ticket(
 ) -> napi::Result<NativeWriteTicket> {
     let Some(watcher) = watcher else {
         return Ok(NativeWriteTicket {
-            result,
+            result: result.into(),
             relayed: false,
         });
     };
@@ -84,7 +71,7 @@ fn ticket(
         ));
     }
     Ok(NativeWriteTicket {
-        result,
+        result: result.into(),
         relayed: true,
     })
 }
