@@ -21,8 +21,9 @@
 //! # Durability of the local store
 //! A local directory is served by [`local::LocalStore`]: a put writes a staging file,
 //! `fdatasync`s it, hard-links it to its final name (which fails if the name exists, giving
-//! put-if-not-exists), then `fsync`s the parent directory, and every directory it had to
-//! create. Its persistence points go through the [`fs::Fs`] trait, so that a power-loss
+//! put-if-not-exists), `fsync`s the file (its link count, which a file system without a
+//! journal writes only then), then `fsync`s the parent directory; the first put into a
+//! directory also syncs it and its ancestors, whether or not they already existed. Its persistence points go through the [`fs::Fs`] trait, so that a power-loss
 //! simulator can replace the disk in tests.
 //!
 //! A failed sync is the one store error that must never be retried: [`is_sync_failure`] is
@@ -80,7 +81,13 @@ pub struct SyncFailure {
 /// "successful" retry proves nothing, so the operation must fail rather than be retried and
 /// trusted. Every caller that decides whether to retry a put asks this, and only this.
 pub fn is_sync_failure(e: &object_store::Error) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    caused_by_sync_failure(e)
+}
+
+/// Whether `e` or an error in its source chain is a [`SyncFailure`]: for callers that hold a
+/// memwal [`Error`] wrapping a store's.
+pub(crate) fn caused_by_sync_failure(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = cur {
         if s.downcast_ref::<SyncFailure>().is_some() {
             return true;

@@ -89,3 +89,65 @@ async fn a_failed_data_sync_rejects_the_puts_it_covers_and_poisons_the_writer() 
 async fn a_failed_directory_sync_rejects_the_puts_it_covers_and_poisons_the_writer() {
     sync_failure_rejects_covered_puts(false).await;
 }
+
+/// A durable put whose WAL entry's `fdatasync` fails with the real `errno` (the test hook at
+/// the `fdatasync` call site returns `io::Error::from_raw_os_error(errno)`).
+async fn a_real_errno_from_fdatasync_is_never_retried(errno: i32) {
+    use memwal_core::store::fs::data_sync_errors;
+    let backend = Backend::local();
+    let store = &backend.store;
+    let shard = Uuid::new_v4();
+    let w = open(
+        store,
+        shard,
+        WriterConfig {
+            max_wal_persist_retries: 5,
+            ..durable()
+        },
+    )
+    .await;
+    w.put(vec![batch([0])]).await.unwrap();
+    let wal_dir = backend
+        .path()
+        .unwrap()
+        .join(format!("_mem_wal/{shard}/wal"));
+    data_sync_errors::fail_next_in(&wal_dir, errno);
+    let attempts = store.faults().wal_put_attempts();
+    let e = w.put(vec![batch([1])]).await.unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(FenceReason::PersistenceFailure),
+        "{e}"
+    );
+    assert!(e.to_string().contains("a sync failed"), "{e}");
+    assert_eq!(store.faults().wal_put_attempts() - attempts, 1, "retried");
+    w.abort().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_eio_enospc_or_edquot_from_fdatasync_rejects_the_put_without_retry() {
+    use rustix::io::Errno;
+    for errno in [Errno::IO, Errno::NOSPC, Errno::DQUOT] {
+        a_real_errno_from_fdatasync_is_never_retried(errno.raw_os_error()).await;
+    }
+}
+
+// Issue 16.3: a fence sentinel whose directory sync failed is readable; reading it back must
+// not accept it (it may not be durable), so the open fails with a typed IO error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accepted() {
+    let backend = Backend::local();
+    let shard = Uuid::new_v4();
+    let first = open(&backend.store, shard, durable()).await;
+    first.put(vec![batch([0])]).await.unwrap();
+    first.abort().await.unwrap();
+    let store = backend.second_handle();
+    // The sentinel's data sync (when it is staged) passes; its directory sync fails.
+    store.faults().fail_wal_syncs_after(1, 1);
+    let e = memwal_core::ShardWriter::open(store.clone(), schema(), on(shard, durable()))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
+    assert!(e.to_string().contains("sentinel"), "{e}");
+}

@@ -127,6 +127,18 @@ impl GenerationFlusher {
             match self.flush_one(memtable, covered).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_terminal() => return Err(e),
+                // A retry would find the version our failed sync left readable and build on
+                // it, though it may not be durable (fsyncgate): never retried and trusted.
+                Err(e) if crate::store::caused_by_sync_failure(&e) => {
+                    return Err(Error::persistence_failure(
+                        format!(
+                            "flushing generation {} of shard {}: a sync failed, so the flush may or may not be durable and is not retried; its rows stay in the WAL, reopen to replay: {e}",
+                            memtable.generation(),
+                            self.paths.shard_id()
+                        ),
+                        Some(Arc::new(e)),
+                    ));
+                }
                 Err(e) => {
                     if !self.retry.wait_before_retry(&mut failures).await {
                         return Err(Error::persistence_failure(

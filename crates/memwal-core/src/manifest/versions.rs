@@ -127,6 +127,18 @@ impl ManifestStore {
         let outcome = match self.store.put_if_absent(&path, bytes.clone()).await {
             Ok(o) => o,
             Err(e) => {
+                // A failed sync leaves the version readable but maybe not durable, and a
+                // later sync succeeding proves nothing (fsyncgate): never accept it.
+                if crate::store::is_sync_failure(&e) {
+                    return Err(Error::io(
+                        format!(
+                            "writing manifest version {} of shard {}: a sync failed, so the version may or may not be durable and is not trusted; retry the operation",
+                            m.version,
+                            self.shard()
+                        ),
+                        e,
+                    ));
+                }
                 // Ambiguous: the write may have landed. Look before reporting a failure.
                 match self.store.get(&path).await {
                     Ok(Some(existing)) if existing == bytes => CreateOutcome::Created,

@@ -4,7 +4,18 @@
 //!
 //! Every operation is synchronous; [`super::local::LocalStore`] runs them on Tokio's blocking
 //! pool. Durability is explicit: `create_file`/`replace_file` flush the file's data when asked,
-//! and directory entries are durable only after [`Fs::sync_dir`] on their directory.
+//! directory entries are durable only after [`Fs::sync_dir`] on their directory, and a name
+//! created by linking a staged file points at a durable inode only after [`Fs::sync_file`].
+//!
+//! # Why a linked file needs its own sync
+//! A staged file may be unnamed (`O_TMPFILE`): its data sync writes its inode with a link count
+//! of 0. `linkat` then raises the count to 1 in memory only. With a journal (ext4's default),
+//! the link and the directory change commit together, so the directory's `fsync` carries both;
+//! without one (ext4 `^has_journal`, which these machines run), the directory `fsync` writes the
+//! directory's blocks and not the file's inode. After a power loss the name would point at an
+//! inode whose on-disk link count is 0, which the orphan cleanup at mount frees: the file is
+//! gone although its name and data were synced. So the publish order is: data sync, link,
+//! [`Fs::sync_file`] (the inode, link count 1), then [`Fs::sync_dir`].
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -85,10 +96,21 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
             }
             // link(2) fails with EEXIST if the name exists: an atomic put-if-not-exists.
             StagedKind::Named(staging) => first_free(paths, |path| fs::hard_link(staging, path)),
+            #[cfg(feature = "testing")]
+            StagedKind::Sim(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a file staged by the power-loss simulator is published by the simulator",
+            )),
         }
     }
     /// Atomically replaces (or creates) `path` with `data`; with `sync`, data flushed first.
+    /// The file is created under a name before its data sync, so that sync also writes its
+    /// link count; a rename moves that name and needs only [`Fs::sync_dir`].
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()>;
+    /// Makes the file at `path` durable, data and inode (`fsync`, not `fdatasync`): after a
+    /// create or publish, this is what makes its link count durable on a file system without a
+    /// journal (see the module docs).
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
     /// Creates one directory; `AlreadyExists` if it exists.
     fn create_dir(&self, path: &Path) -> io::Result<()>;
     /// Makes the entries of directory `path` durable.
@@ -179,6 +201,28 @@ enum StagedKind {
     },
     /// A named staging file in the directory; removed on drop.
     Named(PathBuf),
+    /// The power-loss simulator's unnamed file (its inode id).
+    #[cfg(feature = "testing")]
+    Sim(u64),
+}
+
+#[cfg(feature = "testing")]
+impl Staged {
+    /// The power-loss simulator's unnamed file `id`, staged for directory `dir`.
+    pub(crate) fn sim(dir: &Path, id: u64) -> Staged {
+        Staged {
+            dir: dir.to_path_buf(),
+            kind: StagedKind::Sim(id),
+        }
+    }
+
+    /// The directory it was staged for and, if the simulator staged it, its inode id.
+    pub(crate) fn sim_parts(&self) -> (&Path, Option<u64>) {
+        match self.kind {
+            StagedKind::Sim(id) => (&self.dir, Some(id)),
+            _ => (&self.dir, None),
+        }
+    }
 }
 
 impl Drop for Staged {
@@ -195,6 +239,52 @@ pub const STAGING_PREFIX: &str = ".staging-";
 /// The real file system (POSIX semantics; `fdatasync` for file data, `fsync` for directories).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StdFs;
+
+/// `fdatasync` of a new file in `dir`: the one call site, so that tests can make it fail with
+/// a real errno ([`data_sync_errors`], `testing` feature only) as the kernel would.
+fn sync_data(file: &File, dir: &Path) -> io::Result<()> {
+    #[cfg(feature = "testing")]
+    if let Some(errno) = data_sync_errors::take(dir) {
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    #[cfg(not(feature = "testing"))]
+    let _ = dir;
+    file.sync_data()
+}
+
+/// Test hook (`testing` feature only): make the next data syncs of [`StdFs`] in a directory
+/// fail with a given errno, returned by the `fdatasync` call site as
+/// `io::Error::from_raw_os_error`, exactly the value a real failing `fdatasync` yields.
+#[cfg(feature = "testing")]
+pub mod data_sync_errors {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Armed failures; keyed by directory so that tests running in parallel (each in its own
+    /// temp directory) do not take each other's.
+    static ARMED: Mutex<Vec<(PathBuf, i32)>> = Mutex::new(Vec::new());
+    /// `ARMED.len()`, so that an unarmed sync costs one atomic load.
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+    /// The next data sync of a file staged in `dir` fails with `errno` (one per call).
+    pub fn fail_next_in(dir: &Path, errno: i32) {
+        let mut armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        armed.push((dir.to_path_buf(), errno));
+        COUNT.store(armed.len(), Ordering::SeqCst);
+    }
+
+    pub(super) fn take(dir: &Path) -> Option<i32> {
+        if COUNT.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let mut armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        let i = armed.iter().position(|(d, _)| d == dir)?;
+        let (_, errno) = armed.remove(i);
+        COUNT.store(armed.len(), Ordering::SeqCst);
+        Some(errno)
+    }
+}
 
 fn staging_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!(
@@ -213,8 +303,9 @@ fn write_staging(dir: &Path, name: &str, data: &[u8], sync: bool) -> io::Result<
         f.write_all(data)?;
         if sync {
             // fdatasync suffices for a new file: it flushes the data and the size needed to
-            // read it back; the name is published (and synced) separately.
-            f.sync_data()?;
+            // read it back, and with them the inode (link count 1: the file has a name). A
+            // second name added by `link` needs `sync_file`; see the module docs.
+            sync_data(&f, dir)?;
         }
         Ok(())
     })();
@@ -264,7 +355,9 @@ fn stage_unnamed(dir_path: &Path, data: &[u8], sync: bool) -> Option<io::Result<
     if let Err(e) = file.write_all(data) {
         return Some(Err(e));
     }
-    if sync && let Err(e) = file.sync_data() {
+    // The inode is written with a link count of 0 here: `sync_file` after the link makes
+    // the name's inode durable (module docs).
+    if sync && let Err(e) = sync_data(&file, dir_path) {
         return Some(Err(e));
     }
     Some(Ok(Staged {
@@ -312,6 +405,12 @@ impl Fs for StdFs {
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_all()
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        // fsync, not fdatasync: a link count is not needed to read the data back, so
+        // fdatasync may skip the inode this is for.
         File::open(path)?.sync_all()
     }
 

@@ -11,14 +11,29 @@
 //! trusted: it surfaces as [`super::SyncFailure`]).
 //!
 //! # Durability protocol of a put (create-if-absent)
-//! 1. Create missing parent directories top-down; `fsync` each new directory and its parent.
+//! 1. The first time this store puts into a directory, make the directory and every ancestor
+//!    up to the store root durable: create what is missing top-down, and `fsync` each of them
+//!    and its parent, **whether or not it already existed**. A directory that exists may have
+//!    been created by a process that crashed before syncing it, or by an earlier put whose
+//!    directory sync failed; its existence proves nothing about a power loss. Afterwards the
+//!    directory is known for the life of the store (memwal never removes directories), so
+//!    the hot path pays nothing; a failed sync leaves it unknown, to be synced again.
 //! 2. Write the bytes to an unnamed (`O_TMPFILE`) or staging file, `fdatasync` it, and link it
 //!    to the final name (`link` fails if the name exists: put-if-not-exists; readers never see
 //!    a partial file). A put can carry data staged earlier (`LocalStore::stage`), which
 //!    leaves only the link.
-//! 3. `fsync` the parent directory, so the new name survives a power loss.
+//! 3. `fsync` the file: its inode's link count was 0 when its data was synced, and without a
+//!    journal nothing else writes it (see [`super::fs`]).
+//! 4. `fsync` the parent directory, so the new name survives a power loss.
 //!
 //! Only then does the put return. Staging files (`.staging-…`) are never listed as objects.
+//!
+//! # Which errors are sync failures
+//! Any error of a sync, and an error of a write, link or create whose errno says the kernel
+//! may have dropped written data (`EIO`, `ENOSPC`, `EDQUOT`: the errors `fdatasync` reports
+//! for writeback it lost) is a [`SyncFailure`], never retried and trusted. They are told
+//! apart by errno (`raw_os_error`), never by `ErrorKind`: Rust maps these errnos to kinds
+//! that are unstable or that change between releases (`EIO` has no stable kind).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -53,7 +68,8 @@ struct Shared {
     root: PathBuf,
     fsync: bool,
     faults: Arc<Faults>,
-    /// Directories known to exist durably (never removed by memwal).
+    /// Directories this store made durable, with their ancestors up to `root` (memwal never
+    /// removes directories); see the module docs.
     known_dirs: Mutex<HashSet<PathBuf>>,
 }
 
@@ -95,6 +111,21 @@ fn sync_failure(path: &std::path::Path, source: io::Error) -> io::Error {
         path: path.display().to_string(),
         source,
     })
+}
+
+/// Whether `e`, from writing, syncing or linking a file, may mean the kernel dropped data
+/// written to it (module docs, "Which errors are sync failures"). By errno: `EIO` (failed
+/// writeback), `ENOSPC` and `EDQUOT` (writeback that could not allocate blocks, e.g. on a
+/// thin or delayed-allocation device). An error with no errno (a simulated or injected one
+/// from a custom [`Fs`]) counts when its kind is `Other`, since it cannot say more.
+fn may_have_lost_writeback(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    match e.raw_os_error() {
+        Some(errno) => [Errno::IO, Errno::NOSPC, Errno::DQUOT]
+            .iter()
+            .any(|lost| lost.raw_os_error() == errno),
+        None => e.kind() == io::ErrorKind::Other,
+    }
 }
 
 fn to_store_error(path: &Path, e: io::Error) -> object_store::Error {
@@ -181,40 +212,51 @@ impl Shared {
             .map_err(|source| sync_failure(dir, source))
     }
 
-    /// Creates `dir` and its missing ancestors, making each new entry durable.
+    /// Makes `dir` and its ancestors up to the root exist durably, the first time this
+    /// store uses them (module docs, step 1): each directory not yet known is created if
+    /// missing and synced, and so is its parent, which holds its entry.
     fn ensure_dir(&self, dir: &std::path::Path) -> io::Result<()> {
-        if self
-            .known_dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(dir)
-        {
+        let known = |d: &std::path::Path| {
+            self.known_dirs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(d)
+        };
+        if known(dir) {
             return Ok(());
         }
-        let mut missing = Vec::new();
+        // Not yet known, from `dir` up to the root, whose own entry counts too; above the
+        // root, only directories that are missing (which the store creates).
+        let mut unknown = Vec::new();
         let mut cur = Some(dir);
         while let Some(d) = cur {
-            if self.fs.exists(d)? {
+            if known(d) || (!d.starts_with(&self.root) && self.fs.exists(d)?) {
                 break;
             }
-            missing.push(d.to_path_buf());
+            unknown.push(d.to_path_buf());
             cur = d.parent();
         }
-        for d in missing.iter().rev() {
+        for d in unknown.iter().rev() {
             match self.fs.create_dir(d) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
-            self.sync_dir(d, false)?;
-            if let Some(parent) = d.parent() {
-                self.sync_dir(parent, false)?;
+        }
+        // After every create, so that each sync covers the entries made below it; a child
+        // before its parent, each directory once.
+        let mut synced: HashSet<&std::path::Path> = HashSet::new();
+        for d in &unknown {
+            for to_sync in [Some(d.as_path()), d.parent()].into_iter().flatten() {
+                if synced.insert(to_sync) {
+                    self.sync_dir(to_sync, false)?;
+                }
             }
         }
         self.known_dirs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(dir.to_path_buf());
+            .extend(unknown);
         Ok(())
     }
 
@@ -231,10 +273,10 @@ impl Shared {
         Ok(())
     }
 
-    /// An error from writing a file: with syncing on, an unexplained one may be the sync's,
-    /// which is never retried and trusted.
+    /// An error from writing a file: with syncing on, one that may mean lost writeback is a
+    /// sync failure, never retried and trusted ([`may_have_lost_writeback`]).
     fn write_error(&self, path: &std::path::Path, e: io::Error) -> io::Error {
-        if self.fsync && e.kind() == io::ErrorKind::Other {
+        if self.fsync && may_have_lost_writeback(&e) {
             sync_failure(path, e)
         } else {
             e
@@ -287,6 +329,18 @@ impl Shared {
             io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound => e,
             _ => self.write_error(&path, e),
         })?;
+        if sync && matches!(mode, PutMode::Create) {
+            // The link count of a linked file (module docs, step 3). An overwrite renames a
+            // file whose data sync already wrote its link count (`Fs::replace_file`).
+            let linked = if created == 0 {
+                path.clone()
+            } else {
+                self.fs_path(&or_next[created - 1])
+            };
+            self.fs
+                .sync_file(&linked)
+                .map_err(|source| sync_failure(&linked, source))?;
+        }
         self.sync_dir(&parent, is_wal_path(location))?;
         Ok(created)
     }

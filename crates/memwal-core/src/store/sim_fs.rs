@@ -3,7 +3,18 @@
 //! It tracks, per file, the data as of its last sync and, per directory, the entries as of its
 //! last sync (the model of ALICE and of LevelDB/RocksDB's fault-injection environments: after a
 //! power loss, anything not synced may be gone). A *persistence point* is a data sync
-//! (`create_file`/`replace_file` with `sync`) or a `sync_dir`.
+//! (`create_file`/`replace_file`/`stage` with `sync`), a `sync_file` or a `sync_dir`.
+//!
+//! # The file system it models: ext4 without a journal
+//! Each file is an inode with a link count, whose on-disk copy is written only by a sync of
+//! that file: a data sync (`fdatasync` of new data writes the inode as it is then) or
+//! `sync_file` (`fsync`). A `sync_dir` writes the directory's entries and **not** the inodes
+//! they name (with a journal the two would commit together; without one they do not). A file
+//! is staged unnamed, as with `O_TMPFILE`: its data sync records a link count of 0. After a
+//! power loss, an inode whose on-disk link count is 0 is freed by the orphan cleanup at
+//! mount, and every entry naming it is dropped (what `e2fsck` does with an entry naming a
+//! freed inode). So a name published by link and `sync_dir` alone does not survive; a
+//! `sync_file` after the link makes it.
 //!
 //! - [`SimFs::crash_after`]`(k)`: the first `k` persistence points succeed; the next one fails
 //!   and the machine is dead: every later operation fails with EIO.
@@ -18,11 +29,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use super::fs::{FileInfo, Fs};
+use super::fs::{FileInfo, Fs, Staged};
 use super::splitmix64::SplitMix64;
 
 /// What survives a simulated power loss.
@@ -51,6 +62,10 @@ struct File {
     data: Vec<u8>,
     /// Data as of the last sync; `None` if never synced.
     synced: Option<Vec<u8>>,
+    /// Directory entries naming it.
+    links: u32,
+    /// The link count of its on-disk inode, as of its last sync (0 if never synced).
+    synced_links: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -197,13 +212,29 @@ impl State {
     }
 
     /// Names `node` `name` in directory `dir`, replacing any entry of that name. The entry
-    /// is durable only after a `sync_dir` of `dir`.
+    /// is durable only after a `sync_dir` of `dir`; the file's new link count only after a
+    /// sync of the file.
     fn link(&mut self, dir: u64, name: String, node: Node) {
-        self.dirs
+        if let Node::File(f) = node {
+            self.files.get_mut(&f).expect("linked file").links += 1;
+        }
+        let old = self
+            .dirs
             .get_mut(&dir)
             .expect("parent")
             .entries
             .insert(name, node);
+        if let Some(Node::File(f)) = old {
+            let f = self.files.get_mut(&f).expect("replaced file");
+            f.links = f.links.saturating_sub(1);
+        }
+    }
+
+    /// Writes file `id`'s data and inode (its link count) to disk.
+    fn sync_inode(&mut self, id: u64) {
+        let f = self.files.get_mut(&id).expect("synced file");
+        f.synced = Some(f.data.clone());
+        f.synced_links = f.links;
     }
 
     fn new_id(&mut self) -> u64 {
@@ -212,19 +243,37 @@ impl State {
         id
     }
 
-    fn new_file(&mut self, data: &[u8], sync: bool) -> io::Result<u64> {
-        if sync {
-            self.persistence_point()?;
-        }
+    /// A file holding `data`, unnamed (link count 0).
+    fn new_file(&mut self, data: &[u8]) -> u64 {
         let id = self.new_id();
         self.files.insert(
             id,
             File {
                 data: data.to_vec(),
-                synced: sync.then(|| data.to_vec()),
+                synced: None,
+                links: 0,
+                synced_links: 0,
             },
         );
-        Ok(id)
+        id
+    }
+
+    /// A file holding `data` created as `name` in `dir` (`open(O_CREAT)`, write, and with
+    /// `sync` a data sync, which writes the inode with its link count of 1).
+    fn new_named_file(
+        &mut self,
+        dir: u64,
+        name: String,
+        data: &[u8],
+        sync: bool,
+    ) -> io::Result<()> {
+        let id = self.new_file(data);
+        self.link(dir, name, Node::File(id));
+        if sync {
+            self.persistence_point()?;
+            self.sync_inode(id);
+        }
+        Ok(())
     }
 }
 
@@ -301,6 +350,7 @@ impl SimFs {
         }
         let mut ids: Vec<u64> = state.files.keys().copied().collect();
         ids.sort_unstable();
+        let mut freed = std::collections::HashSet::new();
         for id in ids {
             let f = state.files.get_mut(&id).expect("listed");
             let data = match &f.synced {
@@ -314,6 +364,37 @@ impl SimFs {
             };
             f.data = data.clone();
             f.synced = Some(data);
+            // The kernel may have written an unsynced inode back on its own.
+            let links = if f.links != f.synced_links && random && coin(&mut rng) {
+                f.links
+            } else {
+                f.synced_links
+            };
+            if links == 0 {
+                // The orphan cleanup at mount frees it (module docs).
+                freed.insert(id);
+            }
+        }
+        for id in &freed {
+            state.files.remove(id);
+        }
+        for dir in state.dirs.values_mut() {
+            dir.entries
+                .retain(|_, n| !matches!(n, Node::File(f) if freed.contains(f)));
+            dir.synced = dir.entries.clone();
+        }
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        for dir in state.dirs.values() {
+            for n in dir.entries.values() {
+                if let Node::File(f) = n {
+                    *counts.entry(*f).or_default() += 1;
+                }
+            }
+        }
+        for (id, f) in state.files.iter_mut() {
+            // e2fsck sets each link count to the entries found.
+            f.links = counts.get(id).copied().unwrap_or(0);
+            f.synced_links = f.links;
         }
         state.points = 0;
         state.crash_after = None;
@@ -329,9 +410,64 @@ impl Fs for SimFs {
         let mut s = self.lock();
         s.check_alive()?;
         let (dir, name) = s.vacant(path)?;
-        let id = s.new_file(data, sync)?;
-        s.link(dir, name, Node::File(id));
-        Ok(())
+        s.new_named_file(dir, name, data, sync)
+    }
+
+    /// An unnamed file (`O_TMPFILE`), its data synced with `sync` while its link count is 0.
+    fn stage(&self, dir: &Path, data: &[u8], sync: bool) -> io::Result<Staged> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        match s.lookup(dir)? {
+            Some(Node::Dir(_)) => {}
+            Some(Node::File(_)) => return Err(not_a_directory(dir)),
+            None => return Err(not_found(dir)),
+        }
+        let id = s.new_file(data);
+        if sync {
+            s.persistence_point()?;
+            s.sync_inode(id);
+        }
+        Ok(Staged::sim(dir, id))
+    }
+
+    /// Links the staged file at the first free name (`linkat`): its link count rises in
+    /// memory only.
+    fn publish_first_free(&self, staged: &Staged, paths: &[PathBuf]) -> io::Result<usize> {
+        let (dir, id) = staged.sim_parts();
+        let Some(id) = id else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the power-loss simulator publishes only files it staged",
+            ));
+        };
+        let mut s = self.lock();
+        s.check_alive()?;
+        if !s.files.contains_key(&id) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the staged file belongs to another simulated disk",
+            ));
+        }
+        for (i, path) in paths.iter().enumerate() {
+            if path.parent() != Some(dir) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("publishing a file staged in {} elsewhere", dir.display()),
+                ));
+            }
+            match s.vacant(path) {
+                Ok((d, name)) => {
+                    s.link(d, name, Node::File(id));
+                    return Ok(i);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "every name to publish at exists",
+        ))
     }
 
     fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
@@ -341,8 +477,19 @@ impl Fs for SimFs {
         if let Some(Node::Dir(_)) = s.dirs[&dir].entries.get(&name) {
             return Err(is_a_directory(path));
         }
-        let id = s.new_file(data, sync)?;
-        s.link(dir, name, Node::File(id));
+        s.new_named_file(dir, name, data, sync)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        let id = match s.lookup(path)? {
+            Some(Node::File(f)) => f,
+            Some(Node::Dir(_)) => return Err(is_a_directory(path)),
+            None => return Err(not_found(path)),
+        };
+        s.persistence_point()?;
+        s.sync_inode(id);
         Ok(())
     }
 
@@ -438,13 +585,15 @@ mod tests {
         );
     }
 
+    /// Without a journal, the inode of a file never synced is not on disk: the orphan
+    /// cleanup and `e2fsck` drop the synced entry naming it.
     #[test]
-    fn an_entry_synced_without_its_data_holds_no_data() {
+    fn an_entry_synced_without_its_inode_is_dropped() {
         let fs = SimFs::new();
         fs.create_file(p("/f"), b"abc", false).unwrap();
         fs.sync_dir(p("/")).unwrap();
         let after = fs.recover(CrashMode::DropUnsynced);
-        assert_eq!(after.read(p("/f")).unwrap(), b"");
+        assert!(!after.exists(p("/f")).unwrap());
     }
 
     #[test]
@@ -476,5 +625,34 @@ mod tests {
             let i: u8 = name[1..].parse().unwrap();
             assert!(data.iter().all(|&x| x == i) && data.len() <= 64);
         }
+    }
+}
+
+#[cfg(test)]
+mod no_journal_tests {
+    use super::*;
+
+    fn p(s: &str) -> &Path {
+        Path::new(s)
+    }
+
+    #[test]
+    fn a_linked_file_survives_only_once_its_inode_is_synced() {
+        let fs = SimFs::new();
+        let linked = |sync_inode: bool| {
+            let staged = fs.stage(p("/"), b"data", true).unwrap();
+            let name = if sync_inode { "/synced" } else { "/unsynced" };
+            fs.publish_first_free(&staged, &[PathBuf::from(name)])
+                .unwrap();
+            if sync_inode {
+                fs.sync_file(p(name)).unwrap();
+            }
+        };
+        linked(false);
+        linked(true);
+        fs.sync_dir(p("/")).unwrap();
+        let after = fs.recover(CrashMode::DropUnsynced);
+        assert_eq!(after.read(p("/synced")).unwrap(), b"data");
+        assert!(!after.exists(p("/unsynced")).unwrap());
     }
 }

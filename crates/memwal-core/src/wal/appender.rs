@@ -17,8 +17,11 @@
 //!   duplicate it. Any other taken slot cannot happen in a correct deployment; memwal treats it
 //!   as `PersistenceFailure` too rather than skipping ahead (Lance skips, which could leave our
 //!   rows behind another writer's).
-//! - **sync failure** (an `fsync` error from a local store): `PersistenceFailure` at once, no
-//!   retry: after a failed sync the kernel may have dropped the data (fsyncgate).
+//! - **sync failure** (an `fsync` error from a local store, told apart by
+//!   [`crate::store::is_sync_failure`] only): `PersistenceFailure` at once, no retry and no
+//!   read-back: after a failed sync the kernel may have dropped the data (fsyncgate), and the
+//!   entry may be readable without being durable. The same holds for a fence sentinel, whose
+//!   failed sync fails the open.
 //! - **other error**: check the manifest first (a successor's fence is terminal; do not spend
 //!   retries), then retry the **same** position with exponential backoff; after
 //!   `max_wal_persist_retries` retries, `PersistenceFailure`.
@@ -339,6 +342,17 @@ impl WalAppender {
                     position += taken as u64;
                 }
                 Err(e) => {
+                    if crate::store::is_sync_failure(&e) {
+                        // The sentinel may be readable but not durable; reading it back
+                        // would accept it (fsyncgate). A lost sentinel would let the
+                        // predecessor append after our replay, so the open fails.
+                        return Err(Error::io(
+                            format!(
+                                "writing the fence sentinel of shard {shard} at WAL position {position}: a sync failed, so the sentinel may or may not be durable and is not trusted; retry the open"
+                            ),
+                            e,
+                        ));
+                    }
                     ours_may_have_landed = true;
                     if !self.retry.wait_before_retry(&mut failed_attempts).await {
                         return Err(Error::io(
