@@ -23,7 +23,7 @@ async fn main() {
         .await
         .unwrap();
     let n = 500_000;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     for _ in 0..n {
         w.put(vec![batch.clone()]).await.unwrap();
     }
