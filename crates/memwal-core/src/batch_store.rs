@@ -5,8 +5,17 @@
 //! of readers read without locks. Capacity is fixed at creation, so nothing is ever
 //! reallocated: the MemTable freezes when its store is full.
 //!
+//! Slots are allocated as batches arrive, in segments that double in size (32, 64, 128, …
+//! slots), so a store costs memory for the batches it holds, not for its capacity: at the
+//! largest allowed capacity (2^24) pre-allocating every slot took over a gigabyte per MemTable.
+//! A segment never moves once allocated, which is what lets readers hold `&StoredBatch`
+//! without a lock; doubling keeps the segment table a fixed 20 entries and the unused tail
+//! under half of the allocated slots.
+//!
 //! # Field rules
-//! - `slots[i]` is written once, by the appender, before `committed_len` covers `i`; it is never
+//! - `segments[k]` is set once, by the appender, before `committed_len` covers any of its
+//!   slots; it is never changed or removed until the store is dropped.
+//! - each slot is written once, by the appender, before `committed_len` covers it; it is never
 //!   changed or removed until the store is dropped.
 //! - `committed_len` is set by the appender with `Release` and loaded by readers with `Acquire`;
 //!   it never decreases, and a multi-batch append publishes all its batches at once (readers see
@@ -25,6 +34,7 @@ use std::sync::{Mutex, OnceLock};
 use arrow_array::{Array, RecordBatch};
 use arrow_data::ArrayData;
 
+use crate::config::MAX_MEMTABLE_BATCHES_LIMIT;
 use crate::request_id::PutRecord;
 pub use crate::write_result::BatchRange;
 
@@ -85,9 +95,32 @@ pub fn estimated_batch_bytes(batch: &RecordBatch) -> u64 {
             .sum::<u64>()
 }
 
+/// Slots in the first segment; segment `k` holds `FIRST_SEGMENT << k`.
+const FIRST_SEGMENT: usize = 32;
+/// Segments needed for the largest capacity the configuration allows.
+const SEGMENTS: usize =
+    (usize::BITS - (MAX_MEMTABLE_BATCHES_LIMIT / FIRST_SEGMENT).leading_zeros()) as usize;
+
+/// A store's slots: a segment is allocated when the first batch for it arrives.
+type Segment = Box<[OnceLock<StoredBatch>]>;
+
+/// The segment holding `position`, and the position's index in it.
+fn locate(position: usize) -> (usize, usize) {
+    let shifted = position + FIRST_SEGMENT;
+    let segment = (usize::BITS - 1 - shifted.leading_zeros()) as usize
+        - FIRST_SEGMENT.trailing_zeros() as usize;
+    (segment, shifted - (FIRST_SEGMENT << segment))
+}
+
+/// The first position of `segment`.
+fn segment_start(segment: usize) -> usize {
+    (FIRST_SEGMENT << segment) - FIRST_SEGMENT
+}
+
 /// See the module docs.
 pub struct BatchStore {
-    slots: Box<[OnceLock<StoredBatch>]>,
+    capacity: usize,
+    segments: [OnceLock<Segment>; SEGMENTS],
     committed_len: AtomicUsize,
     append_lock: Mutex<()>,
 }
@@ -104,12 +137,19 @@ impl std::fmt::Debug for BatchStore {
 impl BatchStore {
     /// A store with room for `capacity` batches.
     ///
+    /// Allocates no slot yet: see the module docs.
+    ///
     /// # Panics
-    /// If `capacity` is 0 (configuration validation rejects that earlier).
+    /// If `capacity` is 0 or above [`MAX_MEMTABLE_BATCHES_LIMIT`] (configuration validation
+    /// rejects both earlier).
     pub fn new(capacity: usize) -> Self {
-        assert!(capacity > 0, "BatchStore capacity must be positive");
+        assert!(
+            capacity > 0 && capacity <= MAX_MEMTABLE_BATCHES_LIMIT,
+            "BatchStore capacity must be between 1 and {MAX_MEMTABLE_BATCHES_LIMIT}, got {capacity}"
+        );
         BatchStore {
-            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
+            capacity,
+            segments: std::array::from_fn(|_| OnceLock::new()),
             committed_len: AtomicUsize::new(0),
             append_lock: Mutex::new(()),
         }
@@ -117,7 +157,36 @@ impl BatchStore {
 
     /// Maximum number of batches.
     pub fn capacity(&self) -> usize {
-        self.slots.len()
+        self.capacity
+    }
+
+    /// Slots allocated so far: at least [`BatchStore::len`], less than twice it plus the first
+    /// segment, and never more than the capacity. What the store's slot table costs in memory
+    /// (about 100 bytes a slot) is this, not the capacity.
+    pub fn allocated_slots(&self) -> usize {
+        self.segments
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|s| s.len())
+            .sum()
+    }
+
+    /// The slot at `position` (below the capacity), allocating its segment if it has none.
+    /// Only the appender calls this, under `append_lock`.
+    fn slot_for_append(&self, position: usize) -> &OnceLock<StoredBatch> {
+        let (segment, index) = locate(position);
+        let slots = self.segments[segment].get_or_init(|| {
+            // The last segment stops at the capacity.
+            let len = (FIRST_SEGMENT << segment).min(self.capacity - segment_start(segment));
+            (0..len).map(|_| OnceLock::new()).collect()
+        });
+        &slots[index]
+    }
+
+    /// The slot at `position`, if its segment is allocated.
+    fn slot(&self, position: usize) -> Option<&OnceLock<StoredBatch>> {
+        let (segment, index) = locate(position);
+        self.segments.get(segment)?.get()?.get(index)
     }
 
     /// Number of committed batches (what readers may see).
@@ -163,7 +232,7 @@ impl BatchStore {
                 remaining,
             });
         }
-        let (mut rows, mut bytes) = match start.checked_sub(1).and_then(|i| self.slots[i].get()) {
+        let (mut rows, mut bytes) = match start.checked_sub(1).and_then(|i| self.get(i)) {
             Some(prev) => (
                 prev.rows_before + prev.batch.num_rows() as u64,
                 prev.bytes_before + prev.estimated_bytes,
@@ -185,7 +254,7 @@ impl BatchStore {
             };
             rows += batch.num_rows() as u64;
             bytes += estimated_bytes;
-            if self.slots[start + i].set(stored).is_err() {
+            if self.slot_for_append(start + i).set(stored).is_err() {
                 unreachable!("BatchStore slot {} written twice", start + i);
             }
         }
@@ -197,7 +266,9 @@ impl BatchStore {
     /// The batch at `position`, if committed.
     pub fn get(&self, position: usize) -> Option<&StoredBatch> {
         if position < self.len() {
-            self.slots[position].get()
+            // `committed_len` (Acquire) covers `position`, so its segment and slot were set
+            // before it was published.
+            self.slot(position)?.get()
         } else {
             None
         }
@@ -269,6 +340,65 @@ pub(crate) mod tests {
         let s = BatchStore::new(10);
         assert_eq!((s.capacity(), s.len(), s.remaining()), (10, 0, 10));
         assert!(s.is_empty() && !s.is_full());
+    }
+
+    #[test]
+    fn slots_are_allocated_as_batches_arrive() {
+        let s = BatchStore::new(crate::config::MAX_MEMTABLE_BATCHES_LIMIT);
+        assert_eq!(s.allocated_slots(), 0, "a new store allocates no slot");
+        s.append(&[batch(1)]).unwrap();
+        assert_eq!(s.allocated_slots(), FIRST_SEGMENT);
+        for _ in 1..1000 {
+            s.append(&[batch(1)]).unwrap();
+        }
+        let allocated = s.allocated_slots();
+        assert!(
+            (1000..2 * 1000 + FIRST_SEGMENT).contains(&allocated),
+            "{allocated} slots for 1000 batches"
+        );
+        let small = BatchStore::new(40);
+        for _ in 0..40 {
+            small.append(&[batch(1)]).unwrap();
+        }
+        assert_eq!(
+            small.allocated_slots(),
+            40,
+            "the last segment stops at the capacity"
+        );
+        assert!(small.append(&[batch(1)]).is_err());
+    }
+
+    #[test]
+    fn positions_map_to_segments_without_gaps() {
+        let mut expected = (0, 0);
+        for position in 0..100_000 {
+            assert_eq!(locate(position), expected, "position {position}");
+            assert_eq!(segment_start(expected.0) + expected.1, position);
+            expected.1 += 1;
+            if expected.1 == FIRST_SEGMENT << expected.0 {
+                expected = (expected.0 + 1, 0);
+            }
+        }
+        let (last, _) = locate(crate::config::MAX_MEMTABLE_BATCHES_LIMIT - 1);
+        assert_eq!(last, SEGMENTS - 1);
+    }
+
+    #[test]
+    fn batches_across_segments_keep_their_positions_and_offsets() {
+        let s = BatchStore::new(500);
+        for i in 0..500 {
+            s.append(&[batch(i % 7 + 1)]).unwrap();
+        }
+        for i in 0..500 {
+            assert_eq!(
+                s.get(i).unwrap().batch.num_rows(),
+                i % 7 + 1,
+                "position {i}"
+            );
+        }
+        let rows: u64 = (0..500).map(|i| (i % 7 + 1) as u64).sum();
+        assert_eq!(s.total_rows(), rows);
+        assert!(s.is_full());
     }
 
     // Reference §8.4 scenarios 69, 70, 72.

@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
-/// Upper bound on `max_memtable_batches`: the BatchStore pre-allocates this many slots.
+/// Upper bound on `max_memtable_batches` (a BatchStore allocates its slots as batches arrive,
+/// so the bound costs no memory up front).
 pub const MAX_MEMTABLE_BATCHES_LIMIT: usize = 1 << 24;
 /// Upper bound on `max_wal_persist_retries`.
 pub const MAX_WAL_PERSIST_RETRIES_LIMIT: u32 = 64;

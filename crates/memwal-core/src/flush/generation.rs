@@ -23,6 +23,8 @@
 //! failed one are never flushed, because moving the cursor past them would drop the failed
 //! generation's rows from replay.
 
+pub(crate) mod schema;
+
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;

@@ -69,6 +69,11 @@ pub(crate) async fn open(
             "schema has no fields; a shard needs at least one column",
         ));
     }
+    // Before anything is written: a schema the generation file cannot hold would otherwise
+    // take puts and then fence this writer, and every later one, at the first flush.
+    if config.enable_memtable {
+        crate::flush::generation::schema::check(&schema)?;
+    }
     let started = Instant::now();
     store.check_conditional_create().await?;
     let shard_id = config.shard_id.unwrap_or_else(Uuid::new_v4);
