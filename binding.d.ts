@@ -56,6 +56,8 @@ export declare class NativeShardWriter {
   get shardId(): string
   /** The claimed epoch. */
   get epoch(): number
+  /** This handle's random writer id, recorded in the manifest as the shard's holder. */
+  get writerId(): string
   /**
    * The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
    * `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
@@ -159,6 +161,20 @@ export interface MemTableStats {
   frozenEstimatedBytes: number
 }
 
+/** The writer that holds a shard, as the manifest records its claim. */
+export interface NativeShardHolder {
+  /** The random id of the writer handle (`ShardWriter.writerId`). */
+  writerId: string
+  /** The host name of its machine. */
+  host: string
+  /** Its process id. */
+  pid: number
+  /** The epoch it claimed. */
+  epoch: number
+  /** When it claimed the epoch, in milliseconds since the Unix epoch. */
+  claimedAtMs: number
+}
+
 /** One WAL entry. */
 export interface NativeWalEntry {
   position: number
@@ -217,6 +233,11 @@ export interface ShardManifest {
   flushedGenerations: Array<FlushedGeneration>
   /** Id of the writer handle that wrote this version. */
   writerId: string
+  /**
+   * The writer that claimed the epoch (`lib/types.ts` turns `claimedAtMs` into a `Date`);
+   * `null` if the manifest predates holder records.
+   */
+  holder: NativeShardHolder | null
 }
 
 /** The writer's view of its WAL. */

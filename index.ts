@@ -40,6 +40,7 @@ export type {
   MemTableStats,
   OpenStats,
   PutNoWaitResult,
+  ShardHolder,
   ShardManifest,
   WalEntry,
   WalStats,

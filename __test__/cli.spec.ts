@@ -3,13 +3,14 @@
 // read-only commands look at.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import test from 'ava'
 
 import { runProcess, type Run } from './child-process'
-import { tempDir } from './helpers'
+import { ShardReader, ShardWriter } from '../index'
+import { rows, schema, tempDir } from './helpers'
 
 const root = join(__dirname, '..')
 
@@ -156,6 +157,33 @@ test('inspect reports epoch, manifest version, generations, replay cursor and WA
   )
   t.true(s.walTip >= s.replayCursor)
   t.is(s.walLag, s.walTip - s.replayCursor)
+})
+
+test('inspect names the holder: writer id, host, pid, epoch and claim time', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema })
+  await w.put(rows([1]))
+  await w.close()
+  const claimedAt = (await ShardReader.open(dir, { shardId: w.shardId }).then((r) => r.manifest())).holder?.claimedAt
+  t.truthy(claimedAt)
+  const text = await memwal('inspect', dir)
+  t.is(text.code, 0, text.stderr)
+  t.true(
+    text.stdout.includes(
+      `  holder: writer ${w.writerId} on host ${hostname()} pid ${process.pid} (epoch ${w.epoch}, claimed at ${claimedAt!.toISOString()})\n`,
+    ),
+    text.stdout,
+  )
+  const json = await memwal('inspect', dir, '--json')
+  t.is(json.code, 0, json.stderr)
+  const report = JSON.parse(json.stdout) as { shards: Array<{ holder: unknown }> }
+  t.deepEqual(report.shards[0]?.holder, {
+    writerId: w.writerId,
+    host: hostname(),
+    pid: process.pid,
+    epoch: w.epoch,
+    claimedAt: claimedAt!.toISOString(),
+  })
 })
 
 test('inspect: a missing directory, an empty store and an unknown shard exit 3; a file exits 2', async (t) => {

@@ -1,6 +1,10 @@
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+
 import test from 'ava'
 
-import { FencedError, ShardWriter, ShardReader, type Location } from '../index'
+import { FencedError, ShardWriter, ShardReader, type Location, type ShardHolder } from '../index'
+import { runProcess } from './child-process'
 import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
 
 const config = { maxWalFlushIntervalMs: null, maxMemtableSize: 64 << 20 }
@@ -91,4 +95,53 @@ test('a stale non-durable writer told by checkFenced or forceSealActive rejects 
     t.deepEqual(ids(await b.scan()), [])
     await b.close()
   }
+})
+
+/** `e`'s message names `h` as the fence message does. */
+function namesHolder(t: import('ava').ExecutionContext, e: FencedError | undefined, h: ShardHolder): void {
+  t.deepEqual(e?.holder, h)
+  t.true(
+    e?.message.includes(
+      `owned by writer ${h.writerId} on host ${h.host} pid ${h.pid} (epoch ${h.epoch}, claimed at ${h.claimedAt.toISOString()})`,
+    ),
+    e?.message,
+  )
+}
+
+test('a FencedError names the successor: its writerId, host, pid, epoch and claim time', async (t) => {
+  const dir = tempDir(t)
+  const before = Date.now()
+  const a = await ShardWriter.open(dir, { schema })
+  await a.put(rows([1]))
+  const b = await ShardWriter.open(dir, { schema, shardId: a.shardId })
+  t.not(b.writerId, a.writerId)
+  const claimedAt = (await b.manifest())?.holder?.claimedAt
+  t.true(claimedAt instanceof Date && claimedAt.getTime() >= before && claimedAt.getTime() <= Date.now())
+  const successor: ShardHolder = { writerId: b.writerId, host: hostname(), pid: process.pid, epoch: b.epoch, claimedAt: claimedAt! }
+  const e = await t.throwsAsync(a.put(rows([2])), { instanceOf: FencedError, code: 'FENCED' })
+  t.is(e?.fenceReason, 'PeerClaimedEpoch')
+  t.regex(e?.message ?? '', /^Writer fenced \(peer claimed epoch\): /)
+  namesHolder(t, e, successor)
+  // The latched error names it too.
+  namesHolder(t, await t.throwsAsync(a.checkFenced(), { instanceOf: FencedError }), successor)
+  await b.close()
+})
+
+test('a FencedError names a successor in another process by its pid', async (t) => {
+  const dir = tempDir(t)
+  const a = await ShardWriter.open(dir, { schema })
+  await a.put(rows([1]))
+  const child = await runProcess(process.execPath, ['--import', 'tsx', join(__dirname, 'holder-child.ts'), dir, a.shardId], {
+    cwd: join(__dirname, '..'),
+  })
+  t.is(child.code, 0, child.stderr)
+  const c = JSON.parse(child.stdout) as { writerId: string; epoch: number; pid: number }
+  t.not(c.pid, process.pid)
+  const e = await t.throwsAsync(a.put(rows([2])), { instanceOf: FencedError, code: 'FENCED' })
+  t.is(e?.fenceReason, 'PeerClaimedEpoch')
+  t.like(e?.holder, { writerId: c.writerId, host: hostname(), pid: c.pid, epoch: c.epoch })
+  const r = await ShardReader.open(dir, { shardId: a.shardId })
+  const recorded = (await r.manifest()).holder
+  t.truthy(recorded)
+  namesHolder(t, e, recorded!)
 })

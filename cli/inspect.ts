@@ -18,6 +18,8 @@ interface ShardReport {
   epoch: number
   manifestVersion: number
   writerId: string
+  /** The writer that claimed the epoch; `null` if the manifest predates holder records. */
+  holder: { writerId: string; host: string; pid: number; epoch: number; claimedAt: string } | null
   currentGeneration: number
   generations: Array<{ generation: number; path: string; rows: number | null; bytes: number | null }>
   /** WAL entries at or below this position are in flushed generations. */
@@ -38,6 +40,7 @@ async function report(store: ObjectStore, shardId: string): Promise<ShardReport>
     epoch: m.writerEpoch,
     manifestVersion: m.version,
     writerId: m.writerId,
+    holder: m.holder === null ? null : { ...m.holder, claimedAt: m.holder.claimedAt.toISOString() },
     currentGeneration: m.currentGeneration,
     generations: m.flushedGenerations.map((g) => ({ ...g })),
     replayCursor: m.replayAfterWalEntryPosition,
@@ -54,6 +57,10 @@ function render(r: ShardReport): string {
   const lines = [
     `shard ${r.shardId}`,
     `  epoch ${r.epoch}, manifest version ${r.manifestVersion}, writer ${r.writerId || '-'}`,
+    r.holder === null
+      ? '  holder: unknown (the manifest does not record one)'
+      : `  holder: writer ${r.holder.writerId} on host ${r.holder.host} pid ${r.holder.pid} ` +
+        `(epoch ${r.holder.epoch}, claimed at ${r.holder.claimedAt})`,
   ]
   const rows = sum(r.generations.map((g) => g.rows))
   const bytes = sum(r.generations.map((g) => g.bytes))
@@ -87,7 +94,8 @@ export function inspectCommand(program: Command): void {
     .command('inspect')
     .summary('list the shards at a location and their state')
     .description(
-      'For each shard at <location>: writer epoch and manifest version; flushed generations with their rows and\n' +
+      'For each shard at <location>: writer epoch and manifest version; the holder (the writer that claimed the\n' +
+        'epoch: writer id, host, pid, claim time); flushed generations with their rows and\n' +
         'in-memory bytes (as the manifest records them; the Parquet files are compressed); the replay cursor;\n' +
         'the WAL tip and the lag between them (entries a new writer would replay).\n' +
         'Read-only: it claims nothing and never writes.',

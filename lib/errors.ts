@@ -3,7 +3,11 @@
 // The binding (`crates/memwal-node/src/error.rs`) tags each message with its code and fence
 // reason, `[memwal:FENCED:PeerClaimedEpoch] …`. `translate` reads the tag, strips it, and builds
 // the matching MemWalError subclass with the native error as `cause`. Every native call goes
-// through `call` or `callSync`, so no other file catches a native error.
+// through `call` or `callSync`, so no other file catches a native error. A fence that names the
+// shard's holder carries it in the tag as JSON (`…:PeerClaimedEpoch:holder={…}] `), whose `]`s
+// the binding escapes, so the tag ends at its first `]`.
+
+import { type ShardHolder, parseHolder } from './holder.js'
 
 /** Stable error codes. Branch on these, not on messages. */
 export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO'
@@ -40,11 +44,20 @@ export class FencedError extends MemWalError {
   /** Why the writer was fenced. */
   readonly fenceReason: FenceReason
 
+  /**
+   * For `PeerClaimedEpoch`: the writer that holds the shard now (writer id, host, pid, epoch
+   * and claim time, as the manifest that fenced this writer records them), also named in the
+   * message. `undefined` when it is unknown: a `PersistenceFailure`, a manifest written before
+   * memwal recorded holders, or a manifest that could not be read when the fence was found.
+   */
+  readonly holder?: ShardHolder
+
   /** @hidden */
-  constructor(fenceReason: FenceReason, message: string, options?: { cause?: unknown }) {
+  constructor(fenceReason: FenceReason, message: string, options?: { cause?: unknown; holder?: ShardHolder }) {
     super('FENCED', message, options)
     this.name = 'FencedError'
     this.fenceReason = fenceReason
+    if (options?.holder !== undefined) this.holder = options.holder
   }
 }
 
@@ -94,7 +107,7 @@ export class IoError extends MemWalError {
 }
 
 /** The tag the binding's `error.rs` puts ahead of a message: code, then fence reason. */
-const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?\] /
+const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?(?::holder=(\{[^\]]*\}))?\] /
 
 /** Node-API statuses that mean "an argument had the wrong type". */
 const ARGUMENT_STATUSES = new Set([
@@ -112,11 +125,20 @@ const ARGUMENT_STATUSES = new Set([
   'DetachableArraybufferExpected',
 ])
 
-function errorOf(code: MemWalErrorCode, message: string, fenceReason: string | undefined, cause: unknown): MemWalError {
+function errorOf(
+  code: MemWalErrorCode,
+  message: string,
+  fenceReason: string | undefined,
+  holder: string | undefined,
+  cause: unknown,
+): MemWalError {
   const options = { cause }
   switch (code) {
     case 'FENCED':
-      return new FencedError(fenceReason === 'PersistenceFailure' ? 'PersistenceFailure' : 'PeerClaimedEpoch', message, options)
+      return new FencedError(fenceReason === 'PersistenceFailure' ? 'PersistenceFailure' : 'PeerClaimedEpoch', message, {
+        cause,
+        holder: holder === undefined ? undefined : parseHolder(holder),
+      })
     case 'INVALID_ARGUMENT':
       return new InvalidArgumentError(message, options)
     case 'SCHEMA_MISMATCH':
@@ -137,7 +159,7 @@ export function translate(e: unknown): unknown {
   }
   const m = TAG.exec(e.message)
   if (m !== null) {
-    return errorOf(m[1] as MemWalErrorCode, e.message.slice(m[0].length), m[2], e)
+    return errorOf(m[1] as MemWalErrorCode, e.message.slice(m[0].length), m[2], m[3], e)
   }
   const status = (e as { code?: unknown }).code
   if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {

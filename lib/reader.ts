@@ -5,6 +5,7 @@ import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
 import { InvalidArgumentError, call, describe } from './errors.js'
+import { manifestOf } from './holder.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type { ShardManifest, WalEntry } from './types.js'
@@ -47,7 +48,7 @@ export class ShardReader {
 
   /** The latest manifest. */
   async manifest(): Promise<ShardManifest> {
-    return call(() => this.#native.manifest())
+    return manifestOf(await call(() => this.#native.manifest()))
   }
 }
 

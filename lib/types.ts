@@ -11,11 +11,11 @@ export type {
   FlushedGeneration,
   MemTableStats,
   OpenStats,
-  ShardManifest,
   WalStats,
   WriteResult,
   WriteStats,
 } from '../native.js'
+export type { ShardHolder, ShardManifest } from './holder.js'
 
 /** What {@link ShardWriter.putNoWait} returns. */
 export interface PutNoWaitResult {

@@ -12,6 +12,7 @@ import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
+import { manifestOf } from './holder.js'
 import { type PutOptions, type ShardWriterOptions, putOptionsOf, writerOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type {
@@ -89,6 +90,14 @@ export class ShardWriter {
   /** The epoch this writer claimed (higher than every previous writer's). */
   get epoch(): number {
     return this.#native.epoch
+  }
+
+  /**
+   * This handle's random writer id. The manifest records it as the shard's holder, so it is
+   * what a fenced writer's {@link FencedError.holder} names when this handle fenced it.
+   */
+  get writerId(): string {
+    return this.#native.writerId
   }
 
   /**
@@ -245,7 +254,8 @@ export class ShardWriter {
 
   /** The shard's latest manifest, read from the store. */
   async manifest(): Promise<ShardManifest | null> {
-    return call(() => this.#native.manifest())
+    const m = await call(() => this.#native.manifest())
+    return m === null ? null : manifestOf(m)
   }
 
   /**

@@ -9,6 +9,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::manifest::ShardHolder;
+
 /// Result alias used throughout memwal-core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -95,6 +97,10 @@ pub enum Error {
         /// The storage error behind a persistence failure, if any.
         #[source]
         source: Option<Source>,
+        /// For `PeerClaimedEpoch`, the writer that holds the shard, as the manifest that fenced
+        /// us records it; `None` if that manifest records no holder or could not be read.
+        /// Boxed to keep `Result<T>` small.
+        holder: Option<Box<ShardHolder>>,
     },
     /// A bad argument or configuration value.
     #[error("{message}")]
@@ -165,16 +171,52 @@ impl Error {
         }
     }
 
+    /// The writer holding the shard, for a `PeerClaimedEpoch` fence whose manifest records
+    /// it; `None` for every other error.
+    pub fn holder(&self) -> Option<&ShardHolder> {
+        match self {
+            Error::Fenced { holder, .. } => holder.as_deref(),
+            _ => None,
+        }
+    }
+
     /// True for errors that end the writer's life (fences). They are latched.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Error::Fenced { .. })
     }
 
-    pub(crate) fn peer_claimed(message: impl Into<String>) -> Self {
+    /// `PeerClaimedEpoch` of a writer that was open: `seen` says what fenced it; the holder
+    /// (or that it is unknown) and what to do follow.
+    pub(crate) fn peer_claimed(seen: impl Into<String>, holder: Option<ShardHolder>) -> Self {
+        Self::peer_claimed_then(seen, holder, "stop writing here, or reopen to take it over")
+    }
+
+    /// `PeerClaimedEpoch` that ends an open: a peer claimed while we did.
+    pub(crate) fn peer_claimed_during_open(
+        seen: impl Into<String>,
+        holder: Option<ShardHolder>,
+    ) -> Self {
+        Self::peer_claimed_then(
+            seen,
+            holder,
+            "only one writer may own a shard; retry the open to take it over",
+        )
+    }
+
+    fn peer_claimed_then(
+        seen: impl Into<String>,
+        holder: Option<ShardHolder>,
+        advice: &str,
+    ) -> Self {
         Error::Fenced {
             reason: FenceReason::PeerClaimedEpoch,
-            message: message.into(),
+            message: format!(
+                "{}. {}; {advice}.",
+                seen.into(),
+                crate::manifest::describe_holder(holder.as_ref())
+            ),
             source: None,
+            holder: holder.map(Box::new),
         }
     }
 
@@ -183,6 +225,7 @@ impl Error {
             reason: FenceReason::PersistenceFailure,
             message: message.into(),
             source,
+            holder: None,
         }
     }
 
@@ -245,7 +288,7 @@ mod tests {
 
     #[test]
     fn fenced_display_keeps_the_documented_prefixes() {
-        let e = Error::peer_claimed("shard s, our epoch 1, manifest epoch 2");
+        let e = Error::peer_claimed("shard s, our epoch 1, manifest epoch 2", None);
         assert!(
             e.to_string()
                 .starts_with("Writer fenced (peer claimed epoch): ")
@@ -258,6 +301,27 @@ mod tests {
                 .starts_with("Writer fenced (persistence failure): ")
         );
         assert_eq!(e.fence_reason(), Some(FenceReason::PersistenceFailure));
+        assert!(e.holder().is_none());
+    }
+
+    #[test]
+    fn a_peer_claimed_fence_names_its_holder_or_says_it_is_unknown() {
+        let holder = ShardHolder {
+            writer_id: "w2".into(),
+            host: "h".into(),
+            pid: 42,
+            epoch: 2,
+            claimed_at_ms: 0,
+        };
+        let e = Error::peer_claimed("local epoch 1 < stored epoch 2", Some(holder.clone()));
+        assert_eq!(e.holder(), Some(&holder));
+        assert_eq!(
+            e.to_string(),
+            "Writer fenced (peer claimed epoch): local epoch 1 < stored epoch 2. The shard is owned by writer w2 on host h pid 42 (epoch 2, claimed at 1970-01-01T00:00:00.000Z); stop writing here, or reopen to take it over."
+        );
+        let e = Error::peer_claimed("local epoch 1 < stored epoch 2", None);
+        assert!(e.holder().is_none());
+        assert!(e.to_string().contains("holder unknown"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub use batch_store::BatchRange;
 pub use config::{OptionValue, WriterConfig};
 pub use error::{Error, ErrorCode, FenceReason, Result};
 pub use flush::DurableWatcher;
-pub use manifest::{FlushedGeneration, ShardManifest};
+pub use manifest::{FlushedGeneration, ShardHolder, ShardManifest};
 pub use memtable::WalProgress;
 pub use reader::{ScanResult, ShardReader, WalTailer};
 pub use request_id::{PutRecord, RequestId};

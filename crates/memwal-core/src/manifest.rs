@@ -10,6 +10,9 @@
 //!   acknowledgement of its own manifest write can recognise it (two claimants never produce
 //!   identical bytes);
 //! - `checksum` (1003): CRC32C of the encoding with this field cleared, written first;
+//! - `writer_host` (1004), `writer_pid` (1005), `claimed_at_ms` (1006): the host, process and
+//!   time of the epoch's claim, with `writer_id` the [`ShardHolder`] a fence error names (see
+//!   `holder`). Optional: a manifest written before them has no holder, reported as unknown;
 //! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file;
 //!   `request_ids_newest_ms` (1002) and `request_ids_checksum` (1003): present when the
 //!   generation's directory holds `request_ids.json` (the request ids of its puts, see
@@ -32,8 +35,11 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
+mod holder;
 mod versions;
 
+pub use holder::ShardHolder;
+pub(crate) use holder::describe_holder;
 pub use versions::ManifestStore;
 
 /// Protobuf `UUID { bytes uuid = 1; }`.
@@ -139,6 +145,15 @@ pub struct ShardManifest {
     /// memwal: CRC32C of this message encoded with `checksum` unset.
     #[prost(fixed32, optional, tag = "1003")]
     pub checksum: Option<u32>,
+    /// memwal: the host name of the writer that claimed this epoch.
+    #[prost(string, optional, tag = "1004")]
+    pub writer_host: Option<String>,
+    /// memwal: the process id of the writer that claimed this epoch.
+    #[prost(uint32, optional, tag = "1005")]
+    pub writer_pid: Option<u32>,
+    /// memwal: when this epoch was claimed, in milliseconds since the Unix epoch.
+    #[prost(uint64, optional, tag = "1006")]
+    pub claimed_at_ms: Option<u64>,
 }
 
 impl ShardManifest {

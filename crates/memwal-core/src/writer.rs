@@ -88,6 +88,13 @@ impl ShardWriter {
         self.inner.epoch
     }
 
+    /// This handle's random writer id: the manifest records it as the shard's holder, so a
+    /// fenced writer's [`Error::holder`](crate::Error::holder) can be matched to the handle
+    /// that fenced it.
+    pub fn writer_id(&self) -> &str {
+        &self.inner.writer_id
+    }
+
     /// The writer's configuration (as validated on open).
     pub fn config(&self) -> &WriterConfig {
         &self.inner.config

@@ -216,12 +216,18 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
             proptest::option::of(vec(any::<u8>(), 0..64)),
             "\\PC{0,40}",
         ),
+        (
+            proptest::option::of("\\PC{0,40}"),
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u64>()),
+        ),
     )
         .prop_map(
             |(
                 (version, writer_epoch, replay, last_seen, current_generation),
                 flushed_generations,
                 (shard_spec_id, shard_id, status, arrow_schema, writer_id),
+                (writer_host, writer_pid, claimed_at_ms),
             )| ShardManifest {
                 shard_id: shard_id.map(|u| ProtoUuid { uuid: u.to_vec() }),
                 version,
@@ -236,6 +242,9 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 arrow_schema,
                 writer_id,
                 checksum: None,
+                writer_host,
+                writer_pid,
+                claimed_at_ms,
             },
         )
 }

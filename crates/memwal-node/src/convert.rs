@@ -325,6 +325,24 @@ pub struct NativeManifest {
     pub flushed_generations: Vec<NativeFlushedGeneration>,
     /// Id of the writer handle that wrote this version.
     pub writer_id: String,
+    /// The writer that claimed the epoch (`lib/types.ts` turns `claimedAtMs` into a `Date`);
+    /// `null` if the manifest predates holder records.
+    pub holder: Option<NativeShardHolder>,
+}
+
+/// The writer that holds a shard, as the manifest records its claim.
+#[napi(object, object_from_js = false, js_name = "NativeShardHolder")]
+pub struct NativeShardHolder {
+    /// The random id of the writer handle (`ShardWriter.writerId`).
+    pub writer_id: String,
+    /// The host name of its machine.
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// The epoch it claimed.
+    pub epoch: f64,
+    /// When it claimed the epoch, in milliseconds since the Unix epoch.
+    pub claimed_at_ms: f64,
 }
 
 impl From<&ShardManifest> for NativeManifest {
@@ -338,6 +356,13 @@ impl From<&ShardManifest> for NativeManifest {
             current_generation: m.current_generation as f64,
             flushed_generations: m.flushed_generations.iter().map(Into::into).collect(),
             writer_id: m.writer_id.clone(),
+            holder: m.holder().map(|h| NativeShardHolder {
+                writer_id: h.writer_id,
+                host: h.host,
+                pid: h.pid,
+                epoch: h.epoch as f64,
+                claimed_at_ms: h.claimed_at_ms as f64,
+            }),
         }
     }
 }

@@ -4,9 +4,13 @@
 //! memwal code (and the fence reason) travel as a fixed tag ahead of the message:
 //! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `lib/errors.ts`
 //! parses the tag in one function, throws the matching `MemWalError` subclass and strips the tag.
-//! The error's `source()` chain follows as indented "Caused by:" lines.
+//! A fence that names the shard's holder adds it to the tag as a JSON object,
+//! `[memwal:FENCED:PeerClaimedEpoch:holder={"writerId":…}] `, with every `]` escaped as
+//! `\u005d` (the object holds no arrays, so a `]` can only occur inside a string) so the tag
+//! still ends at its first `]`. The error's `source()` chain follows as indented "Caused by:"
+//! lines.
 
-use memwal_core::Error;
+use memwal_core::{Error, ShardHolder};
 
 /// Converts a core error to a napi error carrying the memwal tag.
 pub fn to_napi(e: Error) -> napi::Error {
@@ -15,15 +19,34 @@ pub fn to_napi(e: Error) -> napi::Error {
 
 /// The tagged message of `e`.
 pub fn tagged(e: &Error) -> String {
-    let mut msg = match e.fence_reason() {
-        Some(r) => format!("[memwal:{}:{}] {e}", e.code().as_str(), r.as_str()),
-        None => format!("[memwal:{}] {e}", e.code().as_str()),
+    let mut msg = match (e.fence_reason(), e.holder()) {
+        (Some(r), Some(h)) => format!(
+            "[memwal:{}:{}:holder={}] {e}",
+            e.code().as_str(),
+            r.as_str(),
+            holder_json(h)
+        ),
+        (Some(r), None) => format!("[memwal:{}:{}] {e}", e.code().as_str(), r.as_str()),
+        (None, _) => format!("[memwal:{}] {e}", e.code().as_str()),
     };
     for cause in e.causes() {
         msg.push_str("\n  Caused by: ");
         msg.push_str(&cause);
     }
     msg
+}
+
+/// `h` as the tag's JSON object (`lib/errors.ts` builds a `ShardHolder` from it).
+fn holder_json(h: &ShardHolder) -> String {
+    serde_json::json!({
+        "writerId": h.writer_id,
+        "host": h.host,
+        "pid": h.pid,
+        "epoch": h.epoch,
+        "claimedAtMs": h.claimed_at_ms,
+    })
+    .to_string()
+    .replace(']', "\\u005d")
 }
 
 /// An `INVALID_ARGUMENT` error raised by the binding itself (argument conversion).

@@ -118,6 +118,12 @@ impl NativeShardWriter {
         self.inner.epoch() as f64
     }
 
+    /// This handle's random writer id, recorded in the manifest as the shard's holder.
+    #[napi(getter)]
+    pub fn writer_id(&self) -> String {
+        self.inner.writer_id().to_string()
+    }
+
     /// The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
     /// `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
     /// on this thread and its ticket returned at once; a large one, or one that backpressure

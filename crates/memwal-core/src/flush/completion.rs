@@ -187,7 +187,7 @@ mod tests {
     fn latch_keeps_the_first_error() {
         let l = TerminalLatch::default();
         assert!(l.check().is_ok());
-        assert!(l.latch(Error::peer_claimed("first")));
+        assert!(l.latch(Error::peer_claimed("first", None)));
         assert!(!l.latch(Error::persistence_failure("second", None)));
         let e = l.check().unwrap_err();
         assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch));

@@ -236,6 +236,7 @@ impl ManifestStore {
             };
             let mut next = next;
             next.writer_id = writer_id.to_string();
+            next.record_claim();
             next.checksum = None;
             // The version hint is left one version behind: it is best effort, readers probe
             // its successors two at a time (a lag of one costs them nothing), and its durable
@@ -246,13 +247,16 @@ impl ManifestStore {
                     if let Some(now) = self.read_latest().await?
                         && now.writer_epoch >= next.writer_epoch
                     {
-                        return Err(Error::peer_claimed(format!(
-                            "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {}). Only one writer may own a shard; retry the open to take it over.",
-                            self.shard(),
-                            next.version,
-                            now.writer_epoch,
-                            next.writer_epoch
-                        )));
+                        return Err(Error::peer_claimed_during_open(
+                            format!(
+                                "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {})",
+                                self.shard(),
+                                next.version,
+                                now.writer_epoch,
+                                next.writer_epoch
+                            ),
+                            now.holder(),
+                        ));
                     }
                 }
             }
@@ -268,7 +272,7 @@ impl ManifestStore {
     pub async fn check_fenced(&self, local_epoch: u64) -> Result<()> {
         match self.read_latest().await? {
             Some(m) if m.writer_epoch > local_epoch => {
-                Err(fenced_by(self.shard(), local_epoch, m.writer_epoch))
+                Err(fenced_by(self.shard(), local_epoch, &m))
             }
             _ => Ok(()),
         }
@@ -292,7 +296,7 @@ impl ManifestStore {
                 ))
             })?;
             if latest.writer_epoch > local_epoch {
-                return Err(fenced_by(self.shard(), local_epoch, latest.writer_epoch));
+                return Err(fenced_by(self.shard(), local_epoch, &latest));
             }
             let Some(mut next) = prepare(&latest) else {
                 return Ok(latest);
@@ -300,6 +304,8 @@ impl ManifestStore {
             next.version = latest.version + 1;
             next.writer_epoch = local_epoch;
             next.writer_id = writer_id.to_string();
+            // `latest` is of our epoch (a higher one fenced us above), so its claim is ours.
+            next.keep_claim_of(&latest);
             next.checksum = None;
             if self.write(&next).await? == CreateOutcome::Created {
                 return Ok(next);
@@ -312,11 +318,16 @@ impl ManifestStore {
     }
 }
 
-/// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`.
-fn fenced_by(shard: Uuid, local: u64, stored: u64) -> Error {
-    Error::peer_claimed(format!(
-        "local epoch {local} < stored epoch {stored} for shard {shard}. Another writer owns this shard; stop writing here, or reopen to take it over."
-    ))
+/// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`, naming the
+/// holder `stored` records.
+fn fenced_by(shard: Uuid, local: u64, stored: &ShardManifest) -> Error {
+    Error::peer_claimed(
+        format!(
+            "local epoch {local} < stored epoch {} for shard {shard}",
+            stored.writer_epoch
+        ),
+        stored.holder(),
+    )
 }
 
 #[cfg(test)]

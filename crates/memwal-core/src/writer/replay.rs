@@ -22,6 +22,7 @@ use super::state::Held;
 use crate::batch_store::estimated_batch_bytes;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
+use crate::manifest::ManifestStore;
 use crate::memtable::{MemTable, WalProgress};
 use crate::reader::conform;
 use crate::request_id::PutRecord;
@@ -63,15 +64,14 @@ pub(crate) async fn replay(
     );
     let (mut entries, mut rows) = (0u64, 0u64);
     let mut requests = Vec::new();
-    let next_position = wal::read_run(store, paths, replay_after + 1, |entry| {
+    // (position, epoch) of an entry written by a successor; the fence error is built after the
+    // read, which cannot await the manifest read that names the holder.
+    let mut successor_entry: Option<(u64, u64)> = None;
+    let run = wal::read_run(store, paths, replay_after + 1, |entry| {
         entries += 1;
         if entry.writer_epoch > epoch {
-            return Err(Error::peer_claimed(format!(
-                "WAL replay aborted: entry at position {} has writer_epoch {} > our claimed epoch {epoch} for shard {} (writer was fenced during open)",
-                entry.position,
-                entry.writer_epoch,
-                paths.shard_id()
-            )));
+            successor_entry = Some((entry.position, entry.writer_epoch));
+            return Err(Error::peer_claimed("WAL replay aborted", None));
         }
         if entry.is_sentinel {
             return Ok(());
@@ -82,7 +82,13 @@ pub(crate) async fn replay(
             .iter()
             .map(|b| conform(b, schema))
             .collect::<Result<Vec<_>>>()
-            .map_err(|e| Error::corrupt(object.as_ref(), format!("WAL entry does not match the shard schema: {e}"), None))?;
+            .map_err(|e| {
+                Error::corrupt(
+                    object.as_ref(),
+                    format!("WAL entry does not match the shard schema: {e}"),
+                    None,
+                )
+            })?;
         let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
         rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
         let m = &active.memtable;
@@ -114,7 +120,29 @@ pub(crate) async fn replay(
         }
         Ok(())
     })
-    .await?;
+    .await;
+    let next_position = match (run, successor_entry) {
+        (Err(_), Some((position, writer_epoch))) => {
+            // The fence must be reported even if the manifest cannot be read: the holder is
+            // then unknown, never a read error in place of the fence.
+            let latest = ManifestStore::new(store.clone(), paths.clone())
+                .read_latest()
+                .await;
+            return Err(Error::peer_claimed_during_open(
+                format!(
+                    "WAL replay aborted: entry at position {position} has writer_epoch {writer_epoch} > our claimed epoch {epoch} for shard {} (a peer claimed the shard while we opened it)",
+                    paths.shard_id()
+                ),
+                // Only a manifest of a higher epoch names the successor; ours would name us.
+                latest
+                    .ok()
+                    .flatten()
+                    .filter(|m| m.writer_epoch > epoch)
+                    .and_then(|m| m.holder()),
+            ));
+        }
+        (run, _) => run?,
+    };
     if active.memtable.store().capacity() != capacity {
         // Only reachable when the oversized MemTable was also the last one; give puts a
         // normal one.

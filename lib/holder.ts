@@ -1,0 +1,70 @@
+// The holder of a shard: the writer that claimed its epoch, as the manifest records it. Fence
+// errors and manifests both carry it; the binding hands it over with the claim time in
+// milliseconds, and this file is where that becomes a Date.
+
+import type { NativeShardHolder, ShardManifest as NativeShardManifest } from '../native.js'
+
+/**
+ * The writer that holds a shard: who claimed its current epoch, where, and when. A
+ * {@link FencedError} with `fenceReason: 'PeerClaimedEpoch'` names it, and so does
+ * {@link ShardManifest.holder}.
+ */
+export interface ShardHolder {
+  /** The random id of the writer handle (compare with {@link ShardWriter.writerId}). */
+  writerId: string
+  /** The host name of the machine it runs on. */
+  host: string
+  /** Its process id. */
+  pid: number
+  /** The epoch it claimed. */
+  epoch: number
+  /** When it claimed the epoch (by its own clock). */
+  claimedAt: Date
+}
+
+/** The plain-data form of a holder: what the binding returns and the fence tag carries. */
+interface HolderRecord {
+  writerId: string
+  host: string
+  pid: number
+  epoch: number
+  claimedAtMs: number
+}
+
+/** A shard manifest version, as {@link ShardWriter.manifest} and {@link ShardReader.manifest} return it. */
+export type ShardManifest = Omit<NativeShardManifest, 'holder'> & {
+  /** The writer that claimed the epoch; `null` if the manifest predates holder records. */
+  holder: ShardHolder | null
+}
+
+/** `r` with its claim time as a Date. */
+export function holderOf(r: HolderRecord | NativeShardHolder): ShardHolder {
+  return { writerId: r.writerId, host: r.host, pid: r.pid, epoch: r.epoch, claimedAt: new Date(r.claimedAtMs) }
+}
+
+/** The binding's manifest with its holder's claim time as a Date. */
+export function manifestOf(m: NativeShardManifest): ShardManifest {
+  return { ...m, holder: m.holder == null ? null : holderOf(m.holder) }
+}
+
+/** The holder a fence tag carries, as JSON; `undefined` if it is not a well-formed holder. */
+export function parseHolder(json: string): ShardHolder | undefined {
+  let v: unknown
+  try {
+    v = JSON.parse(json)
+  } catch {
+    return undefined
+  }
+  if (typeof v !== 'object' || v === null) return undefined
+  const r = v as Record<string, unknown>
+  if (
+    typeof r.writerId !== 'string' ||
+    typeof r.host !== 'string' ||
+    typeof r.pid !== 'number' ||
+    typeof r.epoch !== 'number' ||
+    typeof r.claimedAtMs !== 'number'
+  ) {
+    return undefined
+  }
+  return holderOf({ writerId: r.writerId, host: r.host, pid: r.pid, epoch: r.epoch, claimedAtMs: r.claimedAtMs })
+}
