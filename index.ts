@@ -14,13 +14,15 @@
  * `errors.ts`, `store.ts` (object stores, storage options), `encoding.ts` (put inputs; with
  * `arrow-schema.ts` and `arrow-columns.ts`, which read any apache-arrow copy's Schema and
  * batches by their structure), `options.ts`,
- * `types.ts` (results and statistics, declared once in the binding), `writer.ts`, `reader.ts`
+ * `types.ts` (results and statistics, declared once in the binding), `deadline.ts` (a call's
+ * `signal` and `timeoutMs`), `writer.ts`, `reader.ts`
  * (reader and tailer), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
  * @packageDocumentation
  */
 
 export {
+  AbortError,
   ClosedError,
   CorruptError,
   FencedError,
@@ -30,11 +32,12 @@ export {
   MemWalError,
   type MemWalErrorCode,
   SchemaMismatchError,
+  TimeoutError,
 } from './lib/errors.js'
 export { type Location, ObjectStore, type StorageOptions, StoreFaults } from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
-export type { PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
+export type { CloseOptions, FlushOptions, PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,
   MemTableStats,

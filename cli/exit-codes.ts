@@ -19,7 +19,7 @@ export const Exit = {
   NOT_FOUND: 3,
   /** Stored data cannot be decoded (`CORRUPT`). */
   CORRUPT: 4,
-  /** The store failed: permissions, disk, network (`IO`). */
+  /** The store failed: permissions, disk, network (`IO`), or did not answer in time (`TIMEOUT`). */
   IO: 5,
   /** The writer was fenced or closed under the command (`FENCED`, `CLOSED`). */
   FENCED: 6,
@@ -35,7 +35,7 @@ Exit codes:
   2  bad command line or input (INVALID_ARGUMENT, SCHEMA_MISMATCH)
   3  not found: no such directory, no shard at the location, no such shard
   4  stored data cannot be decoded (CORRUPT)
-  5  the store failed (IO)
+  5  the store failed or did not answer in time (IO, TIMEOUT)
   6  the writer was fenced or closed (FENCED, CLOSED)
   7  memwal demo could not verify its acknowledged rows`
 
@@ -60,6 +60,7 @@ export function exitCodeOf(e: MemWalError): number {
     case 'CORRUPT':
       return Exit.CORRUPT
     case 'IO':
+    case 'TIMEOUT':
       return Exit.IO
     case 'FENCED':
     case 'CLOSED':

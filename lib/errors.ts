@@ -10,7 +10,7 @@
 import { type ShardHolder, parseHolder } from './holder.js'
 
 /** Stable error codes. Branch on these, not on messages. */
-export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO'
+export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO' | 'TIMEOUT'
 
 /**
  * Why a writer was fenced: another writer claimed the shard (`PeerClaimedEpoch`), or this
@@ -106,6 +106,37 @@ export class IoError extends MemWalError {
   }
 }
 
+/**
+ * An operation ran out of time: the object store did not answer within its budget (storage
+ * options `connectTimeout`, `timeout`, `clientRetryTimeout`), or the call's `timeoutMs`
+ * passed. The message names the operation. What it was doing may still take effect (a put's
+ * rows may still become durable): treat it as "maybe done", like an {@link IoError}.
+ */
+export class TimeoutError extends MemWalError {
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('TIMEOUT', message, options)
+    this.name = 'TimeoutError'
+  }
+}
+
+/**
+ * The caller aborted the call through its `signal`. Node's shape for it, as `fs`, `events` and
+ * `timers/promises` reject: `name` `'AbortError'`, `code` `'ABORT_ERR'`, and `cause` the
+ * signal's `reason`. Not a {@link MemWalError}: memwal did not fail, the caller stopped
+ * waiting. Work already handed to the store may still take effect.
+ */
+export class AbortError extends Error {
+  /** Node's code for an aborted operation. */
+  readonly code = 'ABORT_ERR'
+
+  /** @hidden */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'AbortError'
+  }
+}
+
 /** The tag the binding's `error.rs` puts ahead of a message: code, then fence reason. */
 const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?(?::holder=(\{[^\]]*\}))?\] /
 
@@ -149,6 +180,8 @@ function errorOf(
       return new CorruptError(message, options)
     case 'IO':
       return new IoError(message, options)
+    case 'TIMEOUT':
+      return new TimeoutError(message, options)
   }
 }
 

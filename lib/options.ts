@@ -6,6 +6,7 @@
 
 import type { ArrowSchema } from './arrow-schema.js'
 import { schemaBytes } from './encoding.js'
+import { type Deadline, deadlineOf } from './deadline.js'
 import { InvalidArgumentError, describe, requireString } from './errors.js'
 import { type StorageOptions, storageOf } from './store.js'
 
@@ -103,13 +104,28 @@ export interface ShardWriterOptions {
    * @defaultValue none (configuration from the environment)
    */
   storage?: StorageOptions
+  /**
+   * Aborts the open: it rejects with an {@link AbortError} (`cause`: the signal's reason) at
+   * once, also while it waits on the store. A writer that the open still claims afterwards is
+   * aborted, so nothing keeps it; the shard's next writer fences it as usual.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
+  /**
+   * Milliseconds after which the open rejects with a {@link TimeoutError} (as `signal` does;
+   * both may be given). The object store's own budgets (see {@link StorageOptions}) apply
+   * regardless.
+   * @defaultValue none (only the object store's budgets)
+   */
+  timeoutMs?: number
 }
 
 /**
  * What an option's value must be: a JavaScript type (`'number or null'`: a number, or `null`
- * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own.
+ * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own, or
+ * `'deadline'`: an option of the call itself (`signal`, `timeoutMs`), checked by `deadlineOf`.
  */
-type OptionKind = 'schema' | 'storage' | 'string' | 'boolean' | 'number' | 'number or null'
+type OptionKind = 'schema' | 'storage' | 'deadline' | 'string' | 'boolean' | 'number' | 'number or null'
 
 /** Every writer option, in the order the unknown-option message lists them. */
 const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
@@ -127,6 +143,8 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   durableWrite: 'boolean',
   enableMemtable: 'boolean',
   ignoreUnknownFields: 'boolean',
+  signal: 'deadline',
+  timeoutMs: 'deadline',
 }
 
 /** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */
@@ -147,6 +165,7 @@ export function writerOptionsOf(options: unknown): {
   schema: Uint8Array
   native: Record<string, string | number | boolean | null>
   storage: Record<string, string> | undefined
+  deadline: Deadline
 } {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
@@ -156,7 +175,7 @@ export function writerOptionsOf(options: unknown): {
   const native: Record<string, string | number | boolean | null> = {}
   for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
     const v = o[key]
-    if (v === undefined || kind === 'schema' || kind === 'storage') continue
+    if (v === undefined || kind === 'schema' || kind === 'storage' || kind === 'deadline') continue
     if (kind === 'string') {
       requireString(`options.${key}`, v)
     } else if (v === null && kind === 'number or null') {
@@ -170,6 +189,7 @@ export function writerOptionsOf(options: unknown): {
     schema: schemaBytes(o.schema),
     native,
     storage: storageOf('ShardWriter.open', o.storage),
+    deadline: deadlineOf('ShardWriter.open', o, true),
   }
 }
 
@@ -183,6 +203,18 @@ export interface ShardOptions {
    * @defaultValue none (configuration from the environment)
    */
   storage?: StorageOptions
+  /**
+   * Aborts the open: it rejects with an {@link AbortError} (`cause`: the signal's reason) at
+   * once, also while it waits on the store.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
+  /**
+   * Milliseconds after which the open rejects with a {@link TimeoutError}. The object store's
+   * own budgets (see {@link StorageOptions}) apply regardless.
+   * @defaultValue none (only the object store's budgets)
+   */
+  timeoutMs?: number
 }
 
 /**
@@ -192,20 +224,22 @@ export interface ShardOptions {
 const SHARD_OPTIONS: Record<keyof ShardOptions, OptionKind> = {
   shardId: 'string',
   storage: 'storage',
+  signal: 'deadline',
+  timeoutMs: 'deadline',
 }
 
 /** Checks the options of `ShardReader.open` or `WalTailer.open` (`what`). */
 export function shardOptionsOf(
   what: string,
   options: unknown,
-): { shardId: string; storage: Record<string, string> | undefined } {
+): { shardId: string; storage: Record<string, string> | undefined; deadline: Deadline } {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(SHARD_OPTIONS))
-  const o = options as { shardId?: unknown; storage?: unknown }
+  const o = options as { shardId?: unknown; storage?: unknown; signal?: unknown; timeoutMs?: unknown }
   requireString('options.shardId', o.shardId)
-  return { shardId: o.shardId, storage: storageOf(what, o.storage) }
+  return { shardId: o.shardId, storage: storageOf(what, o.storage), deadline: deadlineOf(what, o, true) }
 }
 
 /** Options of one {@link ShardWriter.put} or {@link ShardWriter.putNoWait}. */
@@ -225,23 +259,72 @@ export interface PutOptions {
    * @defaultValue none (an ordinary put)
    */
   requestId?: string
+  /**
+   * Stops waiting for the put: its promise rejects with an {@link AbortError} (`cause`: the
+   * signal's reason). An already-aborted signal rejects at once and writes nothing. Once the
+   * rows were handed over, aborting does not take them back: they may still become durable,
+   * as after a timeout, so treat an aborted put as "maybe written" (retry it with the same
+   * `requestId` to find out). To stop the writer itself, call `abort()`.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
 }
 
 /**
- * Checks the options of a put and returns its request id, if any.
- * @throws {InvalidArgumentError} for options that are not an object, an unknown key, or a
- * `requestId` that is not a string (the core checks its length)
+ * Checks the options of a put: its request id and deadline.
+ * @throws {InvalidArgumentError} for options that are not an object, an unknown key, a
+ * `requestId` that is not a string (the core checks its length), or a signal that is not an
+ * AbortSignal
  */
-export function putOptionsOf(options: unknown): string | undefined {
-  if (options === undefined) return undefined
+export function putOptionsOf(options: unknown): { requestId: string | undefined; deadline: Deadline | undefined } {
+  if (options === undefined) return NO_PUT_OPTIONS
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidArgumentError(`put options must be an object like { requestId }, got ${describe(options)}`)
+    throw new InvalidArgumentError(`put options must be an object like { requestId, signal }, got ${describe(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(PUT_OPTIONS))
   const { requestId } = options as PutOptions
   if (requestId !== undefined) requireString('the put option requestId', requestId)
-  return requestId
+  const o = options as { signal?: unknown }
+  return { requestId, deadline: o.signal === undefined ? undefined : deadlineOf('put', o, false) }
 }
 
+/** What a put without options gets (one object, not one per put). */
+const NO_PUT_OPTIONS = Object.freeze({ requestId: undefined, deadline: undefined })
+
 /** Every put option. */
-const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string' }
+const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string', signal: 'deadline' }
+
+/** Options of {@link ShardWriter.flush}. */
+export interface FlushOptions {
+  /**
+   * Stops waiting: `flush` rejects with an {@link AbortError} (`cause`: the signal's reason).
+   * The flush it asked for still happens.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
+}
+
+/** Options of {@link ShardWriter.close}. */
+export interface CloseOptions {
+  /**
+   * Stops waiting: `close` rejects with an {@link AbortError} (`cause`: the signal's reason)
+   * while the writer goes on closing (flushing what it holds). Call `abort()` to stop it now.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
+  /**
+   * Milliseconds after which `close` rejects with a {@link TimeoutError}, as with `signal`.
+   * @defaultValue none
+   */
+  timeoutMs?: number
+}
+
+/** Every option of the call `what` that takes only a deadline (`flush`, `close`). */
+export function callDeadlineOf(what: string, options: unknown, withTimeout: boolean): Deadline {
+  if (options === undefined) return {}
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what} options must be an object like { signal }, got ${describe(options)}`)
+  }
+  rejectUnknownOptions(options, withTimeout ? ['signal', 'timeoutMs'] : ['signal'])
+  return deadlineOf(what, options, withTimeout)
+}

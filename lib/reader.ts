@@ -4,6 +4,7 @@
 import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
+import { withDeadline } from './deadline.js'
 import { InvalidArgumentError, call, describe } from './errors.js'
 import { manifestOf } from './holder.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
@@ -17,9 +18,11 @@ function openShard<T>(
   options: ShardOptions,
   open: (store: NativeObjectStore, shardId: string) => Promise<T>,
 ): Promise<T> {
-  const { shardId, storage } = shardOptionsOf(what, options)
+  const { shardId, storage, deadline } = shardOptionsOf(what, options)
   const store = nativeStore(location, storage)
-  return call(() => open(store, shardId))
+  // A handle opened after the caller stopped waiting holds nothing (readers never claim): it
+  // is dropped.
+  return withDeadline(what, deadline, () => call(() => open(store, shardId)))
 }
 
 /**
@@ -36,6 +39,8 @@ export class ShardReader {
   /**
    * Opens a shard for reading.
    * @throws {InvalidArgumentError} if there is no such shard at the location
+   * @throws {TimeoutError} if the store did not answer within its budgets, or `timeoutMs` passed
+   * @throws {AbortError} if `options.signal` aborted the open
    */
   static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
     return new ShardReader(await openShard('ShardReader.open', location, options, NativeShardReader.open))
@@ -60,7 +65,11 @@ export class WalTailer {
     this.#native = native
   }
 
-  /** A tailer over a shard's WAL. */
+  /**
+   * A tailer over a shard's WAL.
+   * @throws {TimeoutError} if `options.timeoutMs` passed
+   * @throws {AbortError} if `options.signal` aborted the open
+   */
   static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
     return new WalTailer(await openShard('WalTailer.open', location, options, NativeWalTailer.open))
   }

@@ -185,10 +185,22 @@ export interface StorageOptions {
    */
   clientMaxRetries?: number
   /**
-   * Seconds after which the client stops retrying one request.
-   * @defaultValue 180
+   * Seconds after which the client stops retrying one request. With `timeout`, it bounds how
+   * long one request to a store that does not answer can take (the budget plus at most one
+   * request); then the call fails with a `TimeoutError`.
+   * @defaultValue 60
    */
   clientRetryTimeout?: number
+  /**
+   * Time allowed to connect, as a duration string (`'5s'`, `'500ms'`).
+   * @defaultValue '5s'
+   */
+  connectTimeout?: string
+  /**
+   * Time allowed to one request, from connecting to its last byte, as a duration string.
+   * @defaultValue '30s'
+   */
+  timeout?: string
   /** Any other object_store configuration key of the location's store. */
   [key: string]: string | number | boolean | undefined
 }
@@ -211,6 +223,8 @@ const STORAGE_OPTION_TYPES: Readonly<Record<string, 'string' | 'boolean' | 'numb
   instanceCredentials: 'boolean',
   clientMaxRetries: 'number',
   clientRetryTimeout: 'number',
+  connectTimeout: 'string',
+  timeout: 'string',
 } satisfies Record<NamedStorageOption, 'string' | 'boolean' | 'number'>
 
 /** Type-checks storage options and turns their values into strings (core checks the keys). */

@@ -13,7 +13,16 @@ import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './dura
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
 import { manifestOf } from './holder.js'
-import { type PutOptions, type ShardWriterOptions, putOptionsOf, writerOptionsOf } from './options.js'
+import { withDeadline } from './deadline.js'
+import {
+  type CloseOptions,
+  type FlushOptions,
+  type PutOptions,
+  type ShardWriterOptions,
+  callDeadlineOf,
+  putOptionsOf,
+  writerOptionsOf,
+} from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type {
   MemTableStats,
@@ -75,11 +84,20 @@ export class ShardWriter {
    * @throws {FencedError} if another writer claimed the shard at the same time
    * @throws {CorruptError} if a manifest or WAL entry cannot be decoded
    * @throws {IoError} if the store fails (e.g. a read-only directory)
+   * @throws {TimeoutError} if the store did not answer within its budgets, or `timeoutMs` passed
+   * @throws {AbortError} if `signal` aborted the open (a writer claimed afterwards is aborted)
    */
   static async open(location: Location, options: ShardWriterOptions): Promise<ShardWriter> {
-    const { schema, native, storage } = writerOptionsOf(options)
+    const { schema, native, storage, deadline } = writerOptionsOf(options)
     const store = nativeStore(location, storage)
-    return new ShardWriter(await call(() => NativeShardWriter.open(store, schema, native)))
+    const opened = await withDeadline(
+      'ShardWriter.open',
+      deadline,
+      () => call(() => NativeShardWriter.open(store, schema, native)),
+      // Nobody holds a writer claimed after the caller stopped waiting: release it.
+      (late) => void late.abort().catch(() => undefined),
+    )
+    return new ShardWriter(opened)
   }
 
   /** The shard id (a UUID). Pass it as `shardId` to reopen the shard. */
@@ -135,6 +153,7 @@ export class ShardWriter {
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
    * (for a retry: the first put's append)
    * @throws {ClosedError} after `close()`/`abort()`
+   * @throws {AbortError} if `options.signal` aborted the wait; the rows may still become durable
    *
    * @example
    * ```ts
@@ -148,7 +167,15 @@ export class ShardWriter {
    * ```
    */
   async put(data: PutData, options?: PutOptions): Promise<WriteResult> {
-    const inserted = this.#submit(data, 'put', options)
+    const { requestId, deadline } = putOptionsOf(options)
+    if (deadline !== undefined) {
+      return withDeadline('put', deadline, () => this.#put(data, requestId))
+    }
+    return this.#put(data, requestId)
+  }
+
+  async #put(data: PutData, requestId: string | undefined): Promise<WriteResult> {
+    const inserted = this.#submit(data, 'put', requestId)
     const { result, durable } = inserted instanceof Promise ? await inserted : inserted
     if (durable !== null) await durable
     else await yieldIfDue()
@@ -163,13 +190,18 @@ export class ShardWriter {
    * Table, a RecordBatch, RecordBatch[], or Arrow IPC stream bytes
    * @param options - as for {@link ShardWriter.put}; a retry resolves with the first put's
    * result and `durable` settles with the first put's durability
-   * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would
+   * @throws like {@link ShardWriter.put}; `durable` rejects like a durable `put` would (a
+   * `signal` stops the wait for the insert only, not `durable`)
    */
   async putNoWait(data: PutData, options?: PutOptions): Promise<PutNoWaitResult> {
-    const inserted = this.#submit(data, 'noWait', options)
-    const submitted = inserted instanceof Promise ? await inserted : inserted
-    if (submitted.durable === null) await yieldIfDue()
-    return submitted
+    const { requestId, deadline } = putOptionsOf(options)
+    const insert = async (): Promise<PutNoWaitResult> => {
+      const inserted = this.#submit(data, 'noWait', requestId)
+      const submitted = inserted instanceof Promise ? await inserted : inserted
+      if (submitted.durable === null) await yieldIfDue()
+      return submitted
+    }
+    return deadline === undefined ? insert() : withDeadline('putNoWait', deadline, insert)
   }
 
   /**
@@ -177,8 +209,7 @@ export class ShardWriter {
    * report the append before a deferred insert's promise settles here. Synchronous when the
    * binding inserted at once, so a small put costs no extra event-loop turn.
    */
-  #submit(data: PutData, mode: 'put' | 'noWait', options: PutOptions | undefined): Submitted | Promise<Submitted> {
-    const requestId = putOptionsOf(options)
+  #submit(data: PutData, mode: 'put' | 'noWait', requestId: string | undefined): Submitted | Promise<Submitted> {
     const e = encode(data)
     const id = this.#durableWrite ? newDurableId() : undefined
     const durable = id === undefined ? null : awaitDurable(id)
@@ -204,10 +235,13 @@ export class ShardWriter {
 
   /**
    * Makes every row written so far durable; resolves when it is.
+   * @param options - `signal` stops the wait (the flush still happens)
    * @throws {FencedError} if the WAL append fails
+   * @throws {AbortError} if `options.signal` aborted the wait
    */
-  async flush(): Promise<void> {
-    return call(() => this.#native.flush())
+  async flush(options?: FlushOptions): Promise<void> {
+    const deadline = callDeadlineOf('flush', options, false)
+    return withDeadline('flush', deadline, () => call(() => this.#native.flush()))
   }
 
   /**
@@ -271,9 +305,14 @@ export class ShardWriter {
   /**
    * Flushes everything (WAL, active MemTable, generations), stops the background tasks and
    * reports the first error. Later calls reject with {@link ClosedError}.
+   * @param options - `signal` and `timeoutMs` stop the wait: the writer goes on closing, and
+   * its rows may still become durable; call {@link ShardWriter.abort} to stop it at once
+   * @throws {TimeoutError} if `options.timeoutMs` passed first
+   * @throws {AbortError} if `options.signal` aborted the wait
    */
-  async close(): Promise<void> {
-    return call(() => this.#native.close())
+  async close(options?: CloseOptions): Promise<void> {
+    const deadline = callDeadlineOf('close', options, true)
+    return withDeadline('close', deadline, () => call(() => this.#native.close()))
   }
 
   /**

@@ -34,6 +34,9 @@ pub enum ErrorCode {
     Corrupt,
     /// The object store failed. Often transient; the message keeps the cause.
     Io,
+    /// The object store did not answer within its time budget (connect, request or retry
+    /// budget), or a caller's deadline passed. The operation may still have taken effect.
+    Timeout,
 }
 
 impl ErrorCode {
@@ -46,6 +49,7 @@ impl ErrorCode {
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Corrupt => "CORRUPT",
             ErrorCode::Io => "IO",
+            ErrorCode::Timeout => "TIMEOUT",
         }
     }
 }
@@ -138,6 +142,17 @@ pub enum Error {
         #[source]
         source: Option<Source>,
     },
+    /// An operation ran out of time: the object store did not answer within its budget, or a
+    /// caller's deadline passed. The message starts with "Timed out", names the operation and
+    /// the budget, and says what to change.
+    #[error("{message}")]
+    Timeout {
+        /// What timed out, after how long, and what to do.
+        message: String,
+        /// The store's timeout error, if the store raised it.
+        #[source]
+        source: Option<Source>,
+    },
     /// An object-store or local I/O failure.
     #[error("{message}")]
     Io {
@@ -160,6 +175,7 @@ impl Error {
             Error::HandlerExited { .. } => ErrorCode::Closed,
             Error::Corrupt { .. } => ErrorCode::Corrupt,
             Error::Io { .. } => ErrorCode::Io,
+            Error::Timeout { .. } => ErrorCode::Timeout,
         }
     }
 
@@ -241,12 +257,24 @@ impl Error {
         }
     }
 
+    /// A store failure while `message` (what was being done, e.g. "reading manifest version
+    /// 3 of shard …"). A failure that was a timeout becomes [`Error::Timeout`], so that it says
+    /// so instead of reading like a refusal: every store error passes through here.
     pub(crate) fn io(
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
+        let message = message.into();
+        if is_timeout(&source) {
+            return Error::Timeout {
+                message: format!(
+                    "Timed out {message}: the object store did not answer in time. Check the endpoint and the network; the storage options `connect_timeout`, `timeout` (per request) and `client_retry_timeout` (all retries of one request) set the budgets"
+                ),
+                source: Some(Arc::new(source)),
+            };
+        }
         Error::Io {
-            message: message.into(),
+            message,
             source: Some(Arc::new(source)),
         }
     }
@@ -280,6 +308,27 @@ impl Error {
         }
         out
     }
+}
+
+/// Whether `e` or any of its sources is a timeout: an HTTP request or connection that timed
+/// out in the object store client, or an I/O error of kind `TimedOut`.
+pub(crate) fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+        if let Some(h) = e.downcast_ref::<object_store::client::HttpError>()
+            && h.kind() == object_store::client::HttpErrorKind::Timeout
+        {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
 }
 
 #[cfg(test)]
@@ -354,6 +403,30 @@ mod tests {
             "WAL flush handler exited before reporting durability"
         );
         assert_eq!(e.code(), ErrorCode::Closed);
+    }
+
+    #[test]
+    fn a_store_error_that_timed_out_is_a_timeout_not_an_io_error() {
+        let timed_out = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer");
+        let e = Error::io("reading manifest version 3 of shard s", timed_out);
+        assert_eq!(e.code(), ErrorCode::Timeout);
+        assert_eq!(e.code().as_str(), "TIMEOUT");
+        let m = e.to_string();
+        assert!(
+            m.starts_with("Timed out reading manifest version 3 of shard s: "),
+            "{m}"
+        );
+        assert!(m.contains("client_retry_timeout"), "{m}");
+        assert_eq!(e.causes(), vec!["no answer".to_string()]);
+        assert!(!e.is_terminal());
+        // Wrapped in an object_store error, as the stores return it.
+        let wrapped = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::new(std::io::ErrorKind::TimedOut, "x")),
+        };
+        assert_eq!(Error::io("x", wrapped).code(), ErrorCode::Timeout);
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "no");
+        assert_eq!(Error::io("x", refused).code(), ErrorCode::Io);
     }
 
     #[test]

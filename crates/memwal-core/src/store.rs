@@ -48,6 +48,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
@@ -151,6 +152,11 @@ pub struct Store {
     needs_create_check: bool,
     /// memwal's local store, when it is the backend: it honours [`OrNext`] and can stage.
     local: Option<Arc<LocalStore>>,
+    /// Time allowed to a best-effort request ([`Store::get_best_effort`],
+    /// [`Store::put_overwrite`]) before memwal goes on without it; `None`: no limit of its own.
+    /// Set for remote stores only: a local read that outlasts it under a paused test clock
+    /// would be cut short for nothing.
+    best_effort_budget: Option<Duration>,
 }
 
 impl fmt::Debug for Store {
@@ -301,7 +307,15 @@ impl Store {
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
             local: None,
+            best_effort_budget: None,
         }
+    }
+
+    /// Sets the time a best-effort request (the manifest's version hint) may take before it
+    /// is given up as failed; `None` removes the limit. Remote stores have one by default
+    /// (two seconds); a test may shorten it.
+    pub fn set_best_effort_budget(&mut self, budget: Option<Duration>) {
+        self.best_effort_budget = budget;
     }
 
     /// Verifies, once per store, that it really refuses to overwrite on create
@@ -333,6 +347,12 @@ impl Store {
                         object_store::Error::NotImplemented { .. } => {
                             unsafe_store(format!("it does not implement conditional create ({e})"))
                         }
+                        // A timeout says nothing about conditional writes: `Error::io` reports
+                        // it as a timeout, under the short message.
+                        e if crate::error::is_timeout(&e) => Error::io(
+                            format!("probing conditional create at {}", self.location),
+                            e,
+                        ),
                         e => Error::io(
                             format!(
                                 "probing conditional create at {}: a create-if-absent put failed. If the error persists, the store may not support conditional writes (S3 `If-None-Match: *`), which a writer needs to fence stale writers",
@@ -468,16 +488,52 @@ impl Store {
         }
     }
 
-    /// Overwrites `path` (only for the best-effort `version_hint.json`).
+    /// Overwrites `path` (only for the best-effort `version_hint.json`), within the
+    /// best-effort budget.
     pub(crate) async fn put_overwrite(
         &self,
         path: &Path,
         bytes: Bytes,
     ) -> object_store::Result<()> {
-        self.object_store
-            .put(path, PutPayload::from_bytes(bytes))
+        self.best_effort(
+            path,
+            self.object_store.put(path, PutPayload::from_bytes(bytes)),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// [`Store::get`] within the best-effort budget: for an object that memwal can do
+    /// without (the version hint), so that a store that does not answer costs seconds, not a
+    /// retry budget.
+    pub(crate) async fn get_best_effort(&self, path: &Path) -> object_store::Result<Option<Bytes>> {
+        self.best_effort(path, self.get(path)).await
+    }
+
+    /// `request` (on `path`), cut short after the best-effort budget. Dropping it is safe: a
+    /// best-effort request's outcome is never relied on.
+    async fn best_effort<T>(
+        &self,
+        path: &Path,
+        request: impl Future<Output = object_store::Result<T>>,
+    ) -> object_store::Result<T> {
+        let Some(budget) = self.best_effort_budget else {
+            return request.await;
+        };
+        tokio::time::timeout(budget, request)
             .await
-            .map(|_| ())
+            .unwrap_or_else(|_| {
+                Err(object_store::Error::Generic {
+                    store: "memwal",
+                    source: Box::new(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "best-effort request on {path} gave up after {} ms",
+                            budget.as_millis()
+                        ),
+                    )),
+                })
+            })
     }
 
     /// The object at `path`, or `None` if there is none.

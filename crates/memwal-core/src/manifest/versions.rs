@@ -66,8 +66,9 @@ impl ManifestStore {
     }
 
     async fn read_hint(&self) -> u64 {
-        // Best effort: a missing or unreadable hint just means "start at 1".
-        match self.store.get(&self.paths.version_hint()).await {
+        // Best effort: a missing, unreadable or slow hint just means "start at 1" (a slow
+        // one is given up after the store's best-effort budget, not its retry budget).
+        match self.store.get_best_effort(&self.paths.version_hint()).await {
             Ok(Some(b)) => std::str::from_utf8(&b)
                 .ok()
                 .and_then(|s| {

@@ -15,6 +15,20 @@
 //! `client_max_retries` and `client_retry_timeout` (seconds): how often and how long the
 //! client retries one request (503, 500, a reset connection) before memwal sees the error.
 //!
+//! # Time budgets
+//! A store that accepts connections and never answers must fail in about a minute, not in
+//! six (issue 16: two reads that each spent object_store's 180 s retry budget). So memwal
+//! sets its own defaults, each overridable by the storage option named:
+//! - `connect_timeout`: 5 s to connect ([`DEFAULT_CONNECT_TIMEOUT`]);
+//! - `timeout`: 30 s for one request, connect to last byte ([`DEFAULT_REQUEST_TIMEOUT`]);
+//! - `client_retry_timeout`: 60 s (not object_store's 180 s) after which the client stops
+//!   retrying one request ([`DEFAULT_RETRY_TIMEOUT`]). A request that fails after it began
+//!   is not cut short, so one call ends at most one request timeout after the budget.
+//!
+//! A best-effort read or write (the manifest's version hint) has a shorter budget of its own
+//! (`Store`'s best-effort budget, set here): a store that does not answer it costs seconds,
+//! then memwal goes on without it. A timeout is reported as `Error::Timeout`, never as a
+//! refusal.
 //! # Credentials
 //! Every backend falls back to the cloud's instance metadata service (a link-local address)
 //! when no credentials are configured. memwal does not let that happen silently: a location
@@ -56,8 +70,21 @@ const INSTANCE_CREDENTIALS: &str = "instance_credentials";
 /// client (default 10), before memwal's own WAL retries (`max_wal_persist_retries`).
 const CLIENT_MAX_RETRIES: &str = "client_max_retries";
 /// memwal's own option (as in Lance): seconds after which the client stops retrying one
-/// request (default 180).
+/// request (default [`DEFAULT_RETRY_TIMEOUT`]).
 const CLIENT_RETRY_TIMEOUT: &str = "client_retry_timeout";
+
+/// Default time to establish a connection (storage option `connect_timeout`).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time for one request, from connecting to the last byte (storage option `timeout`).
+/// Long enough for a 64 MiB generation file at ~3 MB/s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time after which the client stops retrying one request (storage option
+/// `client_retry_timeout`, in seconds): two request timeouts, where object_store's own
+/// default, 180 s, let one silent read cost three minutes.
+pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Budget of a best-effort request (the manifest's version hint): short, because going on
+/// without it is always correct, and a silent store must not cost a retry budget twice.
+pub const BEST_EFFORT_BUDGET: Duration = Duration::from_secs(2);
 
 /// One row per backend. A row whose cargo feature is off keeps its schemes, so that such a
 /// location is refused with the reason instead of being taken for an unknown scheme.
@@ -148,7 +175,9 @@ pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Res
             ))
         })?;
     let object_store = backend.open(&location)?;
-    Ok(Store::from_object_store(object_store, root, uri))
+    let mut store = Store::from_object_store(object_store, root, uri);
+    store.set_best_effort_budget(Some(BEST_EFFORT_BUDGET));
+    Ok(store)
 }
 
 /// A cloud location with memwal's own options taken out of its options: what every
@@ -208,10 +237,14 @@ impl<'a> Location<'a> {
         Ok((location, root))
     }
 
-    /// The client's retries: `object_store`'s defaults, changed by memwal's options.
+    /// The client's retries: `object_store`'s defaults with memwal's retry budget, changed by
+    /// memwal's options.
     #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
     fn retry(&self) -> RetryConfig {
-        let mut retry = RetryConfig::default();
+        let mut retry = RetryConfig {
+            retry_timeout: DEFAULT_RETRY_TIMEOUT,
+            ..RetryConfig::default()
+        };
         if let Some(n) = self.max_retries {
             retry.max_retries = n;
         }
@@ -219,6 +252,20 @@ impl<'a> Location<'a> {
             retry.retry_timeout = timeout;
         }
         retry
+    }
+
+    /// The client timeouts memwal sets unless the options set them (`connect_timeout`,
+    /// `timeout`), as (object_store key, value). Set explicitly rather than left to
+    /// object_store's defaults, so that they stay what memwal documents.
+    fn default_timeouts(&self) -> Vec<(&'static str, String)> {
+        [
+            ("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+            ("timeout", DEFAULT_REQUEST_TIMEOUT),
+        ]
+        .into_iter()
+        .filter(|(key, _)| !self.config.iter().any(|(_, snake, _)| snake == key))
+        .map(|(key, d)| (key, format!("{}ms", d.as_millis())))
+        .collect()
     }
 }
 
@@ -250,6 +297,14 @@ impl<B: Builder> Open for Backend<B> {
     fn open(&self, location: &Location<'_>) -> Result<Arc<dyn ObjectStore>> {
         let Location { scheme, uri, .. } = *location;
         let mut builder = B::from_env().with_url(uri).with_retry(location.retry());
+        for (key, value) in location.default_timeouts() {
+            let k = key.parse::<B::Key>().map_err(|_| {
+                Error::invalid(format!(
+                    "{scheme}:// locations do not take the client option `{key}`"
+                ))
+            })?;
+            builder = builder.with_config(k, &value);
+        }
         for (key, snake, value) in &location.config {
             let k = snake.parse::<B::Key>().map_err(|_| {
                 let also = if snake != key {
@@ -402,12 +457,59 @@ mod tests {
         );
         let retry = location.retry();
         assert_eq!(retry.max_retries, 2);
-        assert_eq!(retry.retry_timeout, RetryConfig::default().retry_timeout);
+        assert_eq!(retry.retry_timeout, DEFAULT_RETRY_TIMEOUT);
         let options = [("client_retry_timeout".to_string(), "30".to_string())];
         let (location, _) = Location::parse("s3", "s3://bucket", &options).unwrap();
         let retry = location.retry();
         assert_eq!(retry.retry_timeout, Duration::from_secs(30));
         assert_eq!(retry.max_retries, RetryConfig::default().max_retries);
+    }
+
+    // Issue 16: object_store's 180 s retry budget let one silent read cost three minutes.
+    #[test]
+    fn time_budgets_default_to_memwals_and_options_override_them() {
+        let (location, _) = Location::parse("s3", "s3://bucket", &[]).unwrap();
+        assert_eq!(location.retry().retry_timeout, Duration::from_secs(60));
+        assert_eq!(
+            location.default_timeouts(),
+            vec![
+                ("connect_timeout", "5000ms".to_string()),
+                ("timeout", "30000ms".to_string()),
+            ]
+        );
+        let options = [
+            ("timeout".to_string(), "2s".to_string()),
+            ("connectTimeout".to_string(), "1s".to_string()),
+        ];
+        let (location, _) = Location::parse("s3", "s3://bucket", &options).unwrap();
+        assert!(location.default_timeouts().is_empty(), "options win");
+        // Each backend takes both keys, so the defaults build.
+        for (uri, creds) in [
+            ("s3://bucket", ("access_key_id", "k")),
+            ("gs://bucket", ("service_account_key", "{}")),
+            ("az://container", ("access_key", "a2V5")),
+        ] {
+            let mut opts = vec![(creds.0.to_string(), creds.1.to_string())];
+            if uri.starts_with("az") {
+                opts.push(("account_name".into(), "acct".into()));
+            }
+            if let Err(e) = Store::from_uri_with(uri, &opts) {
+                assert!(!e.to_string().contains("client option"), "{uri}: {e}");
+            }
+        }
+        let s = Store::from_uri_with(
+            "s3://bucket",
+            &[
+                ("access_key_id".into(), "k".into()),
+                ("secret_access_key".into(), "s".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.best_effort_budget, Some(BEST_EFFORT_BUDGET));
+        assert!(
+            Store::memory().best_effort_budget.is_none(),
+            "local and in-memory stores have no budget of their own"
+        );
     }
 
     #[test]
