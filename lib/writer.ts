@@ -51,6 +51,8 @@ interface Submitted {
 export class ShardWriter {
   readonly #native: NativeShardWriter
   readonly #durableWrite: boolean
+  /** The first `close()`'s outcome: later calls (e.g. an explicit close inside `await using`) share it. */
+  #closing: Promise<void> | undefined
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
@@ -260,10 +262,14 @@ export class ShardWriter {
 
   /**
    * Flushes everything (WAL, active MemTable, generations), stops the background tasks and
-   * reports the first error. Later calls reject with {@link ClosedError}.
+   * reports the first error. Idempotent: a second call (e.g. an explicit `close()` in a scope
+   * that `await using` also disposes) settles like the first, and after {@link ShardWriter.abort}
+   * it settles like the abort, so disposal never throws for a handle already ended. Other
+   * calls reject with {@link ClosedError} afterwards.
    */
   async close(): Promise<void> {
-    return call(() => this.#native.close())
+    this.#closing ??= call(() => this.#native.close())
+    return this.#closing
   }
 
   /**
@@ -275,10 +281,15 @@ export class ShardWriter {
    * so treat the puts that `abort` rejected as "maybe written", never as "not written".
    */
   async abort(): Promise<void> {
-    return call(() => this.#native.abort())
+    const aborted = call(() => this.#native.abort())
+    this.#closing ??= aborted
+    return aborted
   }
 
-  /** `await using w = await ShardWriter.open(...)` closes the writer at scope exit. */
+  /**
+   * `await using w = await ShardWriter.open(...)` closes the writer at scope exit (Node ≥ 22;
+   * on Node 20 use `try { … } finally { await w.close() }`).
+   */
   async [Symbol.asyncDispose](): Promise<void> {
     return this.close()
   }
