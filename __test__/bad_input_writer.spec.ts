@@ -93,10 +93,10 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
       }
     }
     const zeros: Array<[string, RegExp]> = [
-      ['maxMemtableSize', /max_memtable_size must be at least 1 byte/],
-      ['maxMemtableBatches', /max_memtable_batches must be between 1 and/],
-      ['maxUnflushedMemtableBytes', /max_unflushed_memtable_bytes must be at least 1 byte/],
-      ['maxWalFlushIntervalMs', /max_wal_flush_interval_ms must be between 1 and \d+ \(or null to disable the ticker\)/],
+      ['maxMemtableSize', /invalid config: maxMemtableSize must be at least 1 byte/],
+      ['maxMemtableBatches', /invalid config: maxMemtableBatches must be between 1 and/],
+      ['maxUnflushedMemtableBytes', /invalid config: maxUnflushedMemtableBytes must be at least 1 byte/],
+      ['maxWalFlushIntervalMs', /invalid config: maxWalFlushIntervalMs must be between 1 and \d+ \(or null to disable the ticker\)/],
     ]
     for (const [option, message] of zeros) {
       await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: 0 } as never), {

@@ -130,6 +130,17 @@ function errorOf(code: MemWalErrorCode, message: string, fenceReason: string | u
   }
 }
 
+/**
+ * `message` with the core's option name in an "invalid config:" message spelt as JavaScript
+ * spells it (`max_memtable_size` → `maxMemtableSize`): the caller passed the camelCase name and
+ * must be able to find it in the message.
+ */
+function jsOptionNames(message: string): string {
+  return message.replace(/^invalid config: ([a-z0-9]+(?:_[a-z0-9]+)+)/, (_, name: string) =>
+    `invalid config: ${name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())}`,
+  )
+}
+
 /** The one place native errors become typed errors. */
 export function translate(e: unknown): unknown {
   if (e instanceof MemWalError || !(e instanceof Error)) {
@@ -143,7 +154,7 @@ export function translate(e: unknown): unknown {
   }
   const m = TAG.exec(message)
   if (m !== null) {
-    return errorOf(m[1] as MemWalErrorCode, message.slice(m[0].length), m[2], e)
+    return errorOf(m[1] as MemWalErrorCode, jsOptionNames(message.slice(m[0].length)), m[2], e)
   }
   const status = (e as { code?: unknown }).code
   if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {
