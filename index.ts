@@ -31,7 +31,7 @@ export {
   type MemWalErrorCode,
   SchemaMismatchError,
 } from './lib/errors.js'
-export { type Location, ObjectStore, type StorageOptions, StoreFaults } from './lib/store.js'
+export { type Location, ObjectStore, type StorageOptions, StoreFaults, dropMemoryStore } from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
 export type { PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'

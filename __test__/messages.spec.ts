@@ -4,10 +4,20 @@ import { join } from 'node:path'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { pathToFileURL } from 'node:url'
+import { randomUUID } from 'node:crypto'
 
 import test from 'ava'
 
-import { ClosedError, InvalidArgumentError, MemWalError, ObjectStore, ShardReader, ShardWriter, WalTailer } from '../index'
+import {
+  ClosedError,
+  InvalidArgumentError,
+  MemWalError,
+  ObjectStore,
+  ShardReader,
+  ShardWriter,
+  WalTailer,
+  dropMemoryStore,
+} from '../index'
 import { runProcess, type Run } from './child-process'
 import { rows, schema, tempDir } from './helpers'
 
@@ -144,4 +154,22 @@ test('disposal after abort() does not throw', async (t) => {
   await w.abort()
   await t.notThrowsAsync(w[Symbol.asyncDispose]())
   await t.notThrowsAsync(w.close())
+})
+
+test('dropMemoryStore forgets a memory:// store: its data is gone and a reopened writer sees an empty shard', async (t) => {
+  const name = `drop-${randomUUID()}`
+  const loc = `memory://${name}`
+  const w = await ShardWriter.open(loc, { schema })
+  await w.put(rows([1, 2, 3]))
+  await w.close()
+  t.deepEqual(await ObjectStore.fromUri(loc).listShards(), [w.shardId])
+  t.true(dropMemoryStore(name))
+  t.false(dropMemoryStore(loc), 'a second drop finds nothing')
+  t.deepEqual(await ObjectStore.fromUri(loc).listShards(), [])
+  const again = await ShardWriter.open(loc, { schema, shardId: w.shardId })
+  t.is(again.epoch, 1)
+  t.is((await again.scan()).numRows, 0)
+  await again.close()
+  t.true(dropMemoryStore(loc))
+  t.throws(() => dropMemoryStore(7 as never), { instanceOf: InvalidArgumentError })
 })

@@ -4,7 +4,7 @@
 // shards on.
 
 import { NativeObjectStore } from '../native.js'
-import { InvalidArgumentError, call, callSync, describeValue, requireLocation } from './errors.js'
+import { InvalidArgumentError, call, callSync, describeValue, requireLocation, requireString } from './errors.js'
 
 /** Test hooks that make the WAL's object store misbehave. All faults are off by default. */
 export class StoreFaults {
@@ -89,7 +89,8 @@ export class ObjectStore {
 
   /**
    * A store from a location string: `file:///abs/path` or a plain path (local directory),
-   * `memory://NAME` (an in-process store shared by every open that uses the same name), or an
+   * `memory://NAME` (an in-process store shared by every open that uses the same name; it lives
+   * until {@link dropMemoryStore} or the process exits), or an
    * object store: `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`.
    *
    * Object stores take their configuration from `storage` and from the environment (for S3
@@ -123,6 +124,27 @@ export class ObjectStore {
   async listShards(): Promise<string[]> {
     return call(() => this.#native.listShards())
   }
+}
+
+/**
+ * Drops the in-process store `memory://NAME`, so that its objects can be freed. A named memory
+ * store otherwise lives until the process exits, however many writers and readers have closed.
+ * The next open of `memory://NAME` starts from an empty store; handles still open on the
+ * dropped one keep working on it until they are closed.
+ *
+ * @param name - the NAME of `memory://NAME` (or the whole `memory://NAME` location)
+ * @returns whether such a store existed
+ * @throws {InvalidArgumentError} if `name` is not a string
+ *
+ * @example
+ * ```ts
+ * t.teardown(() => dropMemoryStore('tests-1'))
+ * ```
+ */
+export function dropMemoryStore(name: string): boolean {
+  requireString('dropMemoryStore(name)', name)
+  const bare = name.startsWith('memory://') ? name.slice('memory://'.length) : name
+  return callSync(() => NativeObjectStore.dropMemoryStore(bare))
 }
 
 /** A location: a path or URI string, or an {@link ObjectStore}. */
