@@ -21,6 +21,8 @@ export declare class NativeObjectStore {
    * camelCase, values as strings: `lib/store.ts` has type-checked them).
    */
   static fromUri(uri: string, storage?: Record<string, string> | undefined | null): NativeObjectStore
+  /** Forgets the in-process store `memory://NAME`; returns whether there was one. */
+  static dropMemoryStore(name: string): boolean
   /** Where the store lives. */
   get location(): string
   /** Fail the next `n` WAL-entry puts (`Infinity`: all of them until `recover()`). */

@@ -65,6 +65,14 @@ const seconds = (since: number): number => (performance.now() - since) / 1000
 const plural = (n: number, one: string, many = `${one}s`): string => `${formatCount(n)} ${n === 1 ? one : many}`
 
 async function demo(dirArg: string, o: DemoOptions): Promise<void> {
+  // The demo prepares, marks and clears a local directory; `resolve` would turn a URI into a
+  // relative path (`s3://b/p` → `./s3:/b/p`) and report success on data written elsewhere.
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dirArg)) {
+    throw new CliError(
+      Exit.USAGE,
+      `memwal demo writes to a local directory, not to ${dirArg}; pass a directory path (inspect and scan read any location)`,
+    )
+  }
   const dir = resolve(dirArg)
   prepare(dir)
   const totalBatches = Math.ceil(o.rows / o.batchRows)

@@ -3,6 +3,7 @@
 // "CLI" section list the same codes: keep the three in sync.
 
 import { MemWalError } from '../index.js'
+import { redactLocation } from '../lib/errors.js'
 
 /**
  * Exit codes of every `memwal` command. A `MemWalError` maps by its stable `code` (see
@@ -45,7 +46,7 @@ export class CliError extends Error {
   readonly exitCode: number
 
   constructor(exitCode: number, message: string) {
-    super(message)
+    super(redactLocation(message))
     this.name = 'CliError'
     this.exitCode = exitCode
   }

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { Command, CommanderError } from 'commander'
 
 import { MemWalError } from '../index.js'
+import { redactLocation } from '../lib/errors.js'
 import { CliError, EXIT_CODES_HELP, Exit, exitCodeOf } from './exit-codes.js'
 import { demoCommand } from './demo.js'
 import { inspectCommand } from './inspect.js'
@@ -58,8 +59,8 @@ function report(e: unknown): number {
     return exitCodeOf(e)
   }
   const err = e instanceof Error ? e : new Error(String(e))
-  process.stderr.write(`memwal: unexpected error: ${err.message}\n`)
-  if (process.env.MEMWAL_DEBUG) process.stderr.write(`${err.stack ?? ''}\n`)
+  process.stderr.write(`memwal: unexpected error: ${redactLocation(err.message)}\n`)
+  if (process.env.MEMWAL_DEBUG) process.stderr.write(`${redactLocation(err.stack ?? '')}\n`)
   else process.stderr.write('(set MEMWAL_DEBUG=1 to print the stack trace)\n')
   return Exit.UNEXPECTED
 }

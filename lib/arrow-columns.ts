@@ -14,7 +14,7 @@
 // binding's validation then rejects the array if its length needs one.
 
 import { type SchemaPlan, TYPE, type TypePlan } from './arrow-schema.js'
-import { InvalidArgumentError, describe } from './errors.js'
+import { InvalidArgumentError, describeValue } from './errors.js'
 
 /**
  * A put's batches as column buffers (see the module comment): the schema's JSON description,
@@ -74,7 +74,7 @@ function childrenOf(d: DataLike, count: number, column: string): unknown[] {
 /** Appends the node of `data` (of type `plan`), its buffers and its descendants. */
 function pushNode(plan: TypePlan, data: unknown, nodes: number[], buffers: Uint8Array[], column: string): void {
   if (typeof data !== 'object' || data === null) {
-    throw badColumn(column, `holds ${describe(data)} where apache-arrow Data was expected`)
+    throw badColumn(column, `holds ${describeValue(data)} where apache-arrow Data was expected`)
   }
   const d = data as DataLike
   const typeId = plan.typeId

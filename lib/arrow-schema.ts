@@ -10,7 +10,7 @@
 // left out: apache-arrow gives every Dictionary type it creates a new id, and arrow-rs types
 // carry none, so two Tables built alike describe the same.
 
-import { InvalidArgumentError, describe } from './errors.js'
+import { InvalidArgumentError, describeValue } from './errors.js'
 
 /**
  * The parts of an apache-arrow `DataType` that memwal reads. Any copy of apache-arrow (version
@@ -156,7 +156,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 function metadataOf(v: unknown, where: string): Record<string, string> {
   const out: Record<string, string> = {}
   if (v === undefined || v === null) return out
-  if (!(v instanceof Map)) throw notArrow(where, `its metadata is ${describe(v)}, not a Map`)
+  if (!(v instanceof Map)) throw notArrow(where, `its metadata is ${describeValue(v)}, not a Map`)
   for (const [k, value] of v) {
     if (typeof k !== 'string' || typeof value !== 'string') {
       throw notArrow(where, 'its metadata holds a key or value that is not a string')
@@ -168,7 +168,7 @@ function metadataOf(v: unknown, where: string): Record<string, string> {
 
 /** Reads a Field: its description and its column plan. */
 function fieldOf(f: unknown, where: string): { description: FieldDescription; plan: TypePlan } {
-  if (!isObject(f) || typeof f.name !== 'string') throw notArrow(where, `it is ${describe(f)}, not a Field`)
+  if (!isObject(f) || typeof f.name !== 'string') throw notArrow(where, `it is ${describeValue(f)}, not a Field`)
   const here = `${where} (\`${f.name}\`)`
   const { description, plan } = typeOf(f.type, here)
   return {
@@ -188,7 +188,7 @@ function childrenOf(t: Record<string, unknown>, where: string, count?: number) {
 
 /** Reads a DataType: its description and its column plan. */
 function typeOf(t: unknown, where: string): { description: TypeDescription; plan: TypePlan } {
-  if (!isObject(t) || typeof t.typeId !== 'number') throw notArrow(where, `its type is ${describe(t)}`)
+  if (!isObject(t) || typeof t.typeId !== 'number') throw notArrow(where, `its type is ${describeValue(t)}`)
   const typeId = t.typeId
   const kind = KINDS.get(typeId)
   if (kind === undefined) throw notArrow(where, `its type ${textOf(t, '?')} has the unknown type id ${typeId}`)
@@ -288,10 +288,10 @@ const plans = new WeakMap<object, SchemaPlan>()
  * holds a type id memwal does not know
  */
 export function schemaPlan(schema: unknown, where: string): SchemaPlan {
-  if (!isObject(schema)) throw notArrow(where, `it is ${describe(schema)}`)
+  if (!isObject(schema)) throw notArrow(where, `it is ${describeValue(schema)}`)
   let plan = plans.get(schema)
   if (plan === undefined) {
-    if (!Array.isArray(schema.fields)) throw notArrow(where, `it is ${describe(schema)} with no fields array`)
+    if (!Array.isArray(schema.fields)) throw notArrow(where, `it is ${describeValue(schema)} with no fields array`)
     const fields = schema.fields.map((f, i) => fieldOf(f, `${where} field ${i}`))
     const json = JSON.stringify({
       fields: fields.map((f) => f.description),

@@ -4,7 +4,7 @@
 // `abort()`), and the object store's own budgets bound it. So the call's promise rejects at
 // once, and whatever the work yields later is handed to `late` to be released.
 
-import { AbortError, InvalidArgumentError, TimeoutError, describe } from './errors.js'
+import { AbortError, InvalidArgumentError, TimeoutError, describeValue } from './errors.js'
 
 /** When a call stops waiting: aborted through `signal`, or after `timeoutMs`. */
 export interface Deadline {
@@ -22,14 +22,14 @@ export interface Deadline {
 export function deadlineOf(what: string, options: { signal?: unknown; timeoutMs?: unknown }, withTimeout: boolean): Deadline {
   const { signal, timeoutMs } = options
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new InvalidArgumentError(`${what}: signal must be an AbortSignal, got ${describe(signal)}`)
+    throw new InvalidArgumentError(`${what}: signal must be an AbortSignal, got ${describeValue(signal)}`)
   }
   if (timeoutMs !== undefined) {
     if (!withTimeout) {
       throw new InvalidArgumentError(`${what} takes no timeoutMs; pass signal: AbortSignal.timeout(ms) instead`)
     }
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
-      throw new InvalidArgumentError(`${what}: timeoutMs must be a finite number of milliseconds >= 0, got ${describe(timeoutMs)}`)
+      throw new InvalidArgumentError(`${what}: timeoutMs must be a finite number of milliseconds >= 0, got ${describeValue(timeoutMs)}`)
     }
   }
   return { signal, timeoutMs }

@@ -8,7 +8,7 @@
 
 import { type ColumnData, columnsOf } from './arrow-columns.js'
 import { type ArrowSchema, schemaPlan } from './arrow-schema.js'
-import { InvalidArgumentError, MemWalError, SchemaMismatchError, describe } from './errors.js'
+import { InvalidArgumentError, MemWalError, SchemaMismatchError, describeValue } from './errors.js'
 
 /**
  * The parts of an apache-arrow `RecordBatch` that memwal reads. A RecordBatch of any copy of
@@ -105,7 +105,7 @@ function rowsData(rows: unknown[]): RowsData {
 function rowsOf(data: { numRows: unknown }, what: string): number {
   const rows = data.numRows
   if (typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0) {
-    throw new InvalidArgumentError(`${what} has ${describe(rows)} rows; pass an apache-arrow Table or RecordBatch`)
+    throw new InvalidArgumentError(`${what} has ${describeValue(rows)} rows; pass an apache-arrow Table or RecordBatch`)
   }
   return rows
 }
@@ -119,7 +119,7 @@ function encodeTable(table: ArrowTable): ColumnData {
   const datas: object[] = []
   table.batches.forEach((b, i) => {
     if (!isRecordBatch(b)) {
-      throw new InvalidArgumentError(`batch ${i} of the Table is ${describe(b)}, not a RecordBatch; pass an apache-arrow Table`)
+      throw new InvalidArgumentError(`batch ${i} of the Table is ${describeValue(b)}, not a RecordBatch; pass an apache-arrow Table`)
     }
     if (rowsOf(b, `batch ${i} of the Table`) > 0) datas.push(b.data)
   })
@@ -145,7 +145,7 @@ function encodeBatches(batches: readonly unknown[]): ColumnData {
   // An index loop, not forEach: forEach skips the holes of a sparse array.
   for (let i = 0; i < batches.length; i++) {
     if (!isRecordBatch(batches[i])) {
-      throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describe(batches[i])}`)
+      throw new InvalidArgumentError(`put expects RecordBatch elements, but element ${i} is ${describeValue(batches[i])}`)
     }
   }
   const list = batches as readonly ArrowRecordBatch[]
@@ -196,12 +196,12 @@ export function encode(data: unknown): Encoded {
     // raw TypeError: what was passed is not a put input.
     if (e instanceof MemWalError) throw e
     throw new InvalidArgumentError(
-      `put could not read ${describe(data)} as apache-arrow data (${(e as Error)?.message ?? String(e)}); pass an apache-arrow Table, RecordBatch or RecordBatch[] (apache-arrow 15 or newer), or Arrow IPC stream bytes`,
+      `put could not read ${describeValue(data)} as apache-arrow data (${(e as Error)?.message ?? String(e)}); pass an apache-arrow Table, RecordBatch or RecordBatch[] (apache-arrow 15 or newer), or Arrow IPC stream bytes`,
       { cause: e },
     )
   }
   throw new InvalidArgumentError(
-    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), or an array of plain objects (rows), got ${describe(data)}`,
+    `put expects an apache-arrow Table, RecordBatch, RecordBatch[] or Arrow IPC stream bytes (Uint8Array), or an array of plain objects (rows), got ${describeValue(data)}`,
   )
 }
 
@@ -213,7 +213,7 @@ export function encode(data: unknown): Encoded {
  */
 export function schemaBytes(schema: unknown): Uint8Array {
   if (!isObject(schema) || !Array.isArray(schema.fields)) {
-    throw new InvalidArgumentError(`options.schema must be an apache-arrow Schema, got ${describe(schema)}`)
+    throw new InvalidArgumentError(`options.schema must be an apache-arrow Schema, got ${describeValue(schema)}`)
   }
   try {
     return schemaPlan(schema, 'options.schema').bytes

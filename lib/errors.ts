@@ -29,7 +29,7 @@ export class MemWalError extends Error {
 
   /** @hidden */
   constructor(code: MemWalErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
+    super(redactLocation(message), options)
     this.name = 'MemWalError'
     this.code = code
   }
@@ -185,20 +185,37 @@ function errorOf(
   }
 }
 
+/**
+ * `message` with the core's option name in an "invalid config:" message spelt as JavaScript
+ * spells it (`max_memtable_size` → `maxMemtableSize`): the caller passed the camelCase name and
+ * must be able to find it in the message.
+ */
+function jsOptionNames(message: string): string {
+  return message.replace(/^invalid config: ([a-z0-9]+(?:_[a-z0-9]+)+)/, (_, name: string) =>
+    `invalid config: ${name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())}`,
+  )
+}
+
 /** The one place native errors become typed errors. */
 export function translate(e: unknown): unknown {
   if (e instanceof MemWalError || !(e instanceof Error)) {
     return e
   }
-  const m = TAG.exec(e.message)
+  // The native error stays as `cause`; its own message (and stack) must not keep a secret.
+  const message = redactLocation(e.message)
+  if (message !== e.message) {
+    e.message = message
+    if (typeof e.stack === 'string') e.stack = redactLocation(e.stack)
+  }
+  const m = TAG.exec(message)
   if (m !== null) {
-    return errorOf(m[1] as MemWalErrorCode, e.message.slice(m[0].length), m[2], m[3], e)
+    return errorOf(m[1] as MemWalErrorCode, jsOptionNames(message.slice(m[0].length)), m[2], m[3], e)
   }
   const status = (e as { code?: unknown }).code
   if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {
-    return new InvalidArgumentError(e.message, { cause: e })
+    return new InvalidArgumentError(message, { cause: e })
   }
-  return new IoError(e.message, { cause: e })
+  return new IoError(message, { cause: e })
 }
 
 /** Awaits a native call, rejecting with its error translated. */
@@ -219,17 +236,67 @@ export function callSync<T>(f: () => T): T {
   }
 }
 
-/** A value as error messages name it: `null`, `an array`, an object's class, or a primitive's type and value. */
-export function describe(v: unknown): string {
+/** How many characters of a caller's value (an id, a path, a string) a message echoes. */
+const ECHO_LIMIT = 100
+
+/**
+ * `s` cut to {@link ECHO_LIMIT} characters, with its length, so that a message never echoes a
+ * huge argument in full.
+ */
+export function truncate(s: string): string {
+  return s.length <= ECHO_LIMIT ? s : `${s.slice(0, ECHO_LIMIT)}… (${s.length} chars)`
+}
+
+/**
+ * A value as error messages name it: its type and a short rendering (`undefined`, `null`,
+ * `an array of 3`, `an object (Map)`, `number NaN`, `string "abc"`), truncated to ~100
+ * characters.
+ */
+export function describeValue(v: unknown): string {
+  if (v === undefined) return 'undefined'
   if (v === null) return 'null'
-  if (Array.isArray(v)) return 'an array'
-  if (typeof v === 'object') return `an object (${(v as object).constructor?.name ?? 'Object'})`
-  return `${typeof v} ${String(v)}`
+  if (Array.isArray(v)) return `an array of ${v.length}`
+  if (typeof v === 'string') return `string ${truncate(JSON.stringify(v))}`
+  if (typeof v === 'function') return `a function${v.name === '' ? '' : ` (${truncate(v.name)})`}`
+  if (typeof v === 'symbol') return `symbol ${truncate(String(v))}`
+  if (typeof v === 'bigint') return `bigint ${truncate(String(v))}n`
+  if (typeof v === 'object') {
+    const name = (v as object).constructor?.name
+    return `an object (${typeof name === 'string' && name !== '' ? truncate(name) : 'Object'})`
+  }
+  return `${typeof v} ${truncate(String(v))}`
+}
+
+/**
+ * `text` with the secrets a location can carry replaced by `***`: the userinfo of a URI
+ * (`s3://KEY:SECRET@bucket` → `s3://***@bucket`) and the values of query parameters that hold
+ * credentials (`?secret=`, `sig=`, `token=`, `key=`, `signature=`, `password=`, …). Every error
+ * that leaves memwal passes through it, so a location echoed by any layer (core, binding, CLI)
+ * never leaks a credential.
+ */
+export function redactLocation(text: string): string {
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@?#]*@/gi, '$1***@')
+    .replace(
+      /([?&;](?:[a-z0-9_.-]*(?:secret|sig|signature|token|password|passwd|pwd|key|credential)[a-z0-9_.-]*)=)[^&#\s]*/gi,
+      '$1***',
+    )
 }
 
 /** Throws an {@link InvalidArgumentError} naming `what` unless `v` is a string. */
 export function requireString(what: string, v: unknown): asserts v is string {
   if (typeof v !== 'string') {
-    throw new InvalidArgumentError(`${what} expects a string, got ${describe(v)}`)
+    throw new InvalidArgumentError(`${what} expects a string, got ${describeValue(v)}`)
+  }
+}
+
+/**
+ * Throws an {@link InvalidArgumentError} naming `what` unless `v` is a path or URI string
+ * without a NUL byte (no file system accepts one; the OS would fail it as an I/O error).
+ */
+export function requireLocation(what: string, v: unknown): asserts v is string {
+  requireString(what, v)
+  if (v.includes('\0')) {
+    throw new InvalidArgumentError(`${what}: the location ${describeValue(v)} contains a NUL byte; pass a path or URI without one`)
   }
 }

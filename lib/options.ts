@@ -7,7 +7,7 @@
 import type { ArrowSchema } from './arrow-schema.js'
 import { schemaBytes } from './encoding.js'
 import { type Deadline, deadlineOf } from './deadline.js'
-import { InvalidArgumentError, describe, requireString } from './errors.js'
+import { InvalidArgumentError, describeValue, requireString, truncate } from './errors.js'
 import { type StorageOptions, storageOf } from './store.js'
 
 /** Options of {@link ShardWriter.open}. Sizes are bytes, durations milliseconds. */
@@ -147,11 +147,27 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   timeoutMs: 'deadline',
 }
 
+/** A shard id as the binding parses it (any UUID spelling `uuid::Uuid::parse_str` takes is longer than 32). */
+const UUID = /^(urn:uuid:)?\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i
+
+/**
+ * Throws an {@link InvalidArgumentError} unless `v` is a UUID string. Checked here rather than
+ * only in the binding so that the message echoes a long id truncated, never in full.
+ */
+function requireShardId(what: string, v: unknown): asserts v is string {
+  requireString(what, v)
+  if (!UUID.test(v)) {
+    throw new InvalidArgumentError(
+      `shardId ${truncate(JSON.stringify(v))} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)`,
+    )
+  }
+}
+
 /** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */
 function rejectUnknownOptions(options: object, known: readonly string[]): void {
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {
-      throw new InvalidArgumentError(`unknown option \`${key}\`; known options: ${known.join(', ')}`)
+      throw new InvalidArgumentError(`unknown option \`${truncate(key)}\`; known options: ${known.join(', ')}`)
     }
   }
 }
@@ -168,7 +184,7 @@ export function writerOptionsOf(options: unknown): {
   deadline: Deadline
 } {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describe(options)}`)
+    throw new InvalidArgumentError(`ShardWriter.open needs an options object with a schema, got ${describeValue(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(WRITER_OPTIONS))
   const o = options as Record<string, unknown>
@@ -176,12 +192,14 @@ export function writerOptionsOf(options: unknown): {
   for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
     const v = o[key]
     if (v === undefined || kind === 'schema' || kind === 'storage' || kind === 'deadline') continue
-    if (kind === 'string') {
+    if (key === 'shardId') {
+      requireShardId(`options.${key}`, v)
+    } else if (kind === 'string') {
       requireString(`options.${key}`, v)
     } else if (v === null && kind === 'number or null') {
       // null switches the feature off (maxWalFlushIntervalMs: no ticker); the core takes it.
     } else if (typeof v !== (kind === 'number or null' ? 'number' : kind)) {
-      throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describe(v)}`)
+      throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describeValue(v)}`)
     }
     native[key] = v as string | number | boolean | null
   }
@@ -234,11 +252,11 @@ export function shardOptionsOf(
   options: unknown,
 ): { shardId: string; storage: Record<string, string> | undefined; deadline: Deadline } {
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError(`expected an options object with a shardId, got ${describe(options)}`)
+    throw new InvalidArgumentError(`expected an options object with a shardId, got ${describeValue(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(SHARD_OPTIONS))
   const o = options as { shardId?: unknown; storage?: unknown; signal?: unknown; timeoutMs?: unknown }
-  requireString('options.shardId', o.shardId)
+  requireShardId('options.shardId', o.shardId)
   return { shardId: o.shardId, storage: storageOf(what, o.storage), deadline: deadlineOf(what, o, true) }
 }
 
@@ -279,7 +297,7 @@ export interface PutOptions {
 export function putOptionsOf(options: unknown): { requestId: string | undefined; deadline: Deadline | undefined } {
   if (options === undefined) return NO_PUT_OPTIONS
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidArgumentError(`put options must be an object like { requestId, signal }, got ${describe(options)}`)
+    throw new InvalidArgumentError(`put options must be an object like { requestId, signal }, got ${describeValue(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(PUT_OPTIONS))
   const { requestId } = options as PutOptions
@@ -323,7 +341,7 @@ export interface CloseOptions {
 export function callDeadlineOf(what: string, options: unknown, withTimeout: boolean): Deadline {
   if (options === undefined) return {}
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidArgumentError(`${what} options must be an object like { signal }, got ${describe(options)}`)
+    throw new InvalidArgumentError(`${what} options must be an object like { signal }, got ${describeValue(options)}`)
   }
   rejectUnknownOptions(options, withTimeout ? ['signal', 'timeoutMs'] : ['signal'])
   return deadlineOf(what, options, withTimeout)

@@ -5,7 +5,7 @@ import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
 import { withDeadline } from './deadline.js'
-import { InvalidArgumentError, call, describe } from './errors.js'
+import { ClosedError, InvalidArgumentError, call, describeValue } from './errors.js'
 import { manifestOf } from './holder.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
@@ -25,12 +25,20 @@ function openShard<T>(
   return withDeadline(what, deadline, () => call(() => open(store, shardId)))
 }
 
+/** Throws a {@link ClosedError} if the handle `what` was closed. */
+function requireOpen(closed: boolean, what: string): void {
+  if (closed) {
+    throw new ClosedError(`${what} is closed; open a new one`)
+  }
+}
+
 /**
  * A read-only view of a shard: what a new writer would recover. It claims nothing and never
  * writes.
  */
 export class ShardReader {
   readonly #native: NativeShardReader
+  #closed = false
 
   private constructor(native: NativeShardReader) {
     this.#native = native
@@ -48,18 +56,34 @@ export class ShardReader {
 
   /** Every recoverable row: the flushed generations, then the WAL after the replay cursor. */
   async scan(): Promise<Table> {
+    requireOpen(this.#closed, 'ShardReader')
     return tableFromIPC(await call(() => this.#native.scan()))
   }
 
   /** The latest manifest. */
   async manifest(): Promise<ShardManifest> {
+    requireOpen(this.#closed, 'ShardReader')
     return manifestOf(await call(() => this.#native.manifest()))
+  }
+
+  /**
+   * Releases the reader: later calls reject with {@link ClosedError}. A reader holds no lock
+   * and writes nothing, so closing never fails. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.#closed = true
+  }
+
+  /** `await using r = await ShardReader.open(...)` closes the reader at scope exit (Node ≥ 22). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
   }
 }
 
 /** Reads a shard's WAL entries by position, for change-data capture. Never writes. */
 export class WalTailer {
   readonly #native: NativeWalTailer
+  #closed = false
 
   private constructor(native: NativeWalTailer) {
     this.#native = native
@@ -76,14 +100,16 @@ export class WalTailer {
 
   /** The first position with no entry; every position below it holds one. */
   async nextPosition(): Promise<number> {
+    requireOpen(this.#closed, 'WalTailer')
     return call(() => this.#native.nextPosition())
   }
 
   /** The entry at `position` (≥ 1), or `null` if there is none. */
   async read(position: number): Promise<WalEntry | null> {
     if (typeof position !== 'number') {
-      throw new InvalidArgumentError(`read(position) expects a number, got ${describe(position)}`)
+      throw new InvalidArgumentError(`read(position) expects a number, got ${describeValue(position)}`)
     }
+    requireOpen(this.#closed, 'WalTailer')
     const e = await call(() => this.#native.read(position))
     if (e === null || e === undefined) return null
     return {
@@ -92,5 +118,17 @@ export class WalTailer {
       isSentinel: e.isSentinel,
       table: e.data === null || e.data === undefined ? null : tableFromIPC(e.data),
     }
+  }
+
+  /**
+   * Releases the tailer: later calls reject with {@link ClosedError}. Never fails. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.#closed = true
+  }
+
+  /** `await using t = await WalTailer.open(...)` closes the tailer at scope exit (Node ≥ 22). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
   }
 }

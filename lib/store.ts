@@ -4,7 +4,7 @@
 // shards on.
 
 import { NativeObjectStore } from '../native.js'
-import { InvalidArgumentError, call, callSync, describe, requireString } from './errors.js'
+import { InvalidArgumentError, call, callSync, describeValue, requireLocation, requireString } from './errors.js'
 
 /** Test hooks that make the WAL's object store misbehave. All faults are off by default. */
 export class StoreFaults {
@@ -21,7 +21,7 @@ export class StoreFaults {
    */
   failWalPuts(n: number): void {
     if (typeof n !== 'number') {
-      throw new InvalidArgumentError(`failWalPuts(n) expects a number (a count or Infinity), got ${describe(n)}`)
+      throw new InvalidArgumentError(`failWalPuts(n) expects a number (a count or Infinity), got ${describeValue(n)}`)
     }
     callSync(() => this.#native.failWalPuts(n))
   }
@@ -29,7 +29,7 @@ export class StoreFaults {
   /** When on, a failing WAL put lands in the store before its error is returned. */
   setLostAck(on: boolean): void {
     if (typeof on !== 'boolean') {
-      throw new InvalidArgumentError(`setLostAck(on) expects a boolean, got ${describe(on)}`)
+      throw new InvalidArgumentError(`setLostAck(on) expects a boolean, got ${describeValue(on)}`)
     }
     callSync(() => this.#native.setLostAck(on))
   }
@@ -75,10 +75,10 @@ export class ObjectStore {
    * A local directory. Files and directories are fsynced before a write is acknowledged. The
    * directory is created on the first write.
    *
-   * @throws {InvalidArgumentError} if the path is empty or names a file.
+   * @throws {InvalidArgumentError} if the path is empty, contains a NUL byte, or names a file.
    */
   static local(dir: string): ObjectStore {
-    requireString('ObjectStore.local(dir)', dir)
+    requireLocation('ObjectStore.local(dir)', dir)
     return new ObjectStore(callSync(() => NativeObjectStore.local(dir)))
   }
 
@@ -89,7 +89,8 @@ export class ObjectStore {
 
   /**
    * A store from a location string: `file:///abs/path` or a plain path (local directory),
-   * `memory://NAME` (an in-process store shared by every open that uses the same name), or an
+   * `memory://NAME` (an in-process store shared by every open that uses the same name; it lives
+   * until {@link dropMemoryStore} or the process exits), or an
    * object store: `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`.
    *
    * Object stores take their configuration from `storage` and from the environment (for S3
@@ -109,7 +110,7 @@ export class ObjectStore {
    * ```
    */
   static fromUri(uri: string, storage?: StorageOptions): ObjectStore {
-    requireString('ObjectStore.fromUri(uri)', uri)
+    requireLocation('ObjectStore.fromUri(uri)', uri)
     const options = storageOf('ObjectStore.fromUri(uri, storage)', storage)
     return new ObjectStore(callSync(() => NativeObjectStore.fromUri(uri, options)))
   }
@@ -123,6 +124,27 @@ export class ObjectStore {
   async listShards(): Promise<string[]> {
     return call(() => this.#native.listShards())
   }
+}
+
+/**
+ * Drops the in-process store `memory://NAME`, so that its objects can be freed. A named memory
+ * store otherwise lives until the process exits, however many writers and readers have closed.
+ * The next open of `memory://NAME` starts from an empty store; handles still open on the
+ * dropped one keep working on it until they are closed.
+ *
+ * @param name - the NAME of `memory://NAME` (or the whole `memory://NAME` location)
+ * @returns whether such a store existed
+ * @throws {InvalidArgumentError} if `name` is not a string
+ *
+ * @example
+ * ```ts
+ * t.teardown(() => dropMemoryStore('tests-1'))
+ * ```
+ */
+export function dropMemoryStore(name: string): boolean {
+  requireString('dropMemoryStore(name)', name)
+  const bare = name.startsWith('memory://') ? name.slice('memory://'.length) : name
+  return callSync(() => NativeObjectStore.dropMemoryStore(bare))
 }
 
 /** A location: a path or URI string, or an {@link ObjectStore}. */
@@ -231,7 +253,7 @@ const STORAGE_OPTION_TYPES: Readonly<Record<string, 'string' | 'boolean' | 'numb
 export function storageOf(what: string, storage: unknown): Record<string, string> | undefined {
   if (storage === undefined) return undefined
   if (typeof storage !== 'object' || storage === null || Array.isArray(storage)) {
-    throw new InvalidArgumentError(`${what}: storage must be an object of options, got ${describe(storage)}`)
+    throw new InvalidArgumentError(`${what}: storage must be an object of options, got ${describeValue(storage)}`)
   }
   const out: Record<string, string> = {}
   for (const [key, v] of Object.entries(storage)) {
@@ -243,7 +265,7 @@ export function storageOf(what: string, storage: unknown): Record<string, string
         : typeof v === expected && (expected !== 'number' || Number.isFinite(v))
     if (!ok) {
       throw new InvalidArgumentError(
-        `invalid storage option ${key}: expected ${expected === undefined ? 'a string, number or boolean' : `a ${expected}`}, got ${describe(v)}`,
+        `invalid storage option ${key}: expected ${expected === undefined ? 'a string, number or boolean' : `a ${expected}`}, got ${describeValue(v)}`,
       )
     }
     out[key] = String(v)
@@ -267,9 +289,10 @@ export function nativeStore(location: Location, storage?: Record<string, string>
     if (n !== undefined) return n
   }
   if (typeof location === 'string') {
+    requireLocation('location', location)
     return callSync(() => NativeObjectStore.fromUri(location, storage))
   }
   throw new InvalidArgumentError(
-    `location must be a path, a URI (file:///abs/path, memory://NAME, s3://bucket/prefix) or an ObjectStore, got ${describe(location)}`,
+    `location must be a path, a URI (file:///abs/path, memory://NAME, s3://bucket/prefix) or an ObjectStore, got ${describeValue(location)}`,
   )
 }

@@ -61,6 +61,8 @@ interface Submitted {
 export class ShardWriter {
   readonly #native: NativeShardWriter
   readonly #durableWrite: boolean
+  /** The first `close()`'s outcome: later calls (e.g. an explicit close inside `await using`) share it. */
+  #closing: Promise<void> | undefined
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
@@ -304,7 +306,10 @@ export class ShardWriter {
 
   /**
    * Flushes everything (WAL, active MemTable, generations), stops the background tasks and
-   * reports the first error. Later calls reject with {@link ClosedError}.
+   * reports the first error. Idempotent: a second call (e.g. an explicit `close()` in a scope
+   * that `await using` also disposes) settles like the first, and after {@link ShardWriter.abort}
+   * it settles like the abort, so disposal never throws for a handle already ended. Other
+   * calls reject with {@link ClosedError} afterwards.
    * @param options - `signal` and `timeoutMs` stop the wait: the writer goes on closing, and
    * its rows may still become durable; call {@link ShardWriter.abort} to stop it at once
    * @throws {TimeoutError} if `options.timeoutMs` passed first
@@ -312,7 +317,9 @@ export class ShardWriter {
    */
   async close(options?: CloseOptions): Promise<void> {
     const deadline = callDeadlineOf('close', options, true)
-    return withDeadline('close', deadline, () => call(() => this.#native.close()))
+    this.#closing ??= call(() => this.#native.close())
+    const closing = this.#closing
+    return withDeadline('close', deadline, () => closing)
   }
 
   /**
@@ -324,10 +331,15 @@ export class ShardWriter {
    * so treat the puts that `abort` rejected as "maybe written", never as "not written".
    */
   async abort(): Promise<void> {
-    return call(() => this.#native.abort())
+    const aborted = call(() => this.#native.abort())
+    this.#closing ??= aborted
+    return aborted
   }
 
-  /** `await using w = await ShardWriter.open(...)` closes the writer at scope exit. */
+  /**
+   * `await using w = await ShardWriter.open(...)` closes the writer at scope exit (Node ≥ 22;
+   * on Node 20 use `try { … } finally { await w.close() }`).
+   */
   async [Symbol.asyncDispose](): Promise<void> {
     return this.close()
   }

@@ -229,6 +229,18 @@ impl Store {
             .clone()
     }
 
+    /// Forgets the in-process store registered under `name` (`memory://NAME`); returns whether
+    /// there was one. Named stores otherwise live until the process exits, so a process that
+    /// makes many of them (tests, short-lived tenants) would keep every one's objects.
+    ///
+    /// The next open of `memory://NAME` gets a new, empty store. Handles already open on the
+    /// old one (writers, readers, `ObjectStore`s) keep working on it; its memory is freed when
+    /// the last of them is dropped.
+    pub fn drop_named_memory(name: &str) -> bool {
+        let mut reg = memory_registry().lock().unwrap_or_else(|e| e.into_inner());
+        reg.remove(name).is_some()
+    }
+
     /// Parses a location: `file:///abs/path`, `memory://NAME`, or a plain local path; with the
     /// `s3`/`gcs`/`azure` features also `s3://bucket/prefix`, `gs://bucket/prefix` and
     /// `az://container/prefix` (credentials from the usual environment variables).
@@ -577,6 +589,13 @@ mod tests {
         assert!(Arc::ptr_eq(a.faults(), b.faults()));
         let c = Store::from_uri("memory://other-x").unwrap();
         assert!(!Arc::ptr_eq(a.faults(), c.faults()));
+        assert!(Store::drop_named_memory("shared-x"));
+        assert!(!Store::drop_named_memory("shared-x"));
+        let d = Store::from_uri("memory://shared-x").unwrap();
+        assert!(
+            !Arc::ptr_eq(a.faults(), d.faults()),
+            "a dropped name opens a new store"
+        );
         let dir = tempfile::tempdir().unwrap();
         let s = Store::from_uri(&format!("file://{}", dir.path().display())).unwrap();
         assert!(s.location().contains(dir.path().to_str().unwrap()));

@@ -43,6 +43,12 @@ impl NativeObjectStore {
         })
     }
 
+    /// Forgets the in-process store `memory://NAME`; returns whether there was one.
+    #[napi(catch_unwind)]
+    pub fn drop_memory_store(name: String) -> bool {
+        Store::drop_named_memory(&name)
+    }
+
     /// Where the store lives.
     #[napi(getter)]
     pub fn location(&self) -> String {
