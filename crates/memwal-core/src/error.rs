@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::manifest::ShardHolder;
+use crate::holder::ShardHolder;
 
 /// Result alias used throughout memwal-core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -229,7 +229,7 @@ impl Error {
             message: format!(
                 "{}. {}; {advice}.",
                 seen.into(),
-                crate::manifest::describe_holder(holder.as_ref())
+                crate::holder::describe_holder(holder.as_ref())
             ),
             source: None,
             holder: holder.map(Box::new),

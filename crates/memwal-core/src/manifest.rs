@@ -38,8 +38,7 @@ use crate::error::{Error, Result};
 mod holder;
 mod versions;
 
-pub use holder::ShardHolder;
-pub(crate) use holder::describe_holder;
+pub use crate::holder::ShardHolder;
 pub use versions::ManifestStore;
 
 /// Protobuf `UUID { bytes uuid = 1; }`.
