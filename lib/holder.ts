@@ -2,7 +2,7 @@
 // errors and manifests both carry it; the binding hands it over with the claim time in
 // milliseconds, and this file is where that becomes a Date.
 
-import type { NativeShardHolder, ShardManifest as NativeShardManifest } from '../native.js'
+import type { FlushedGeneration, NativeShardHolder, ShardManifest as NativeShardManifest } from '../native.js'
 
 /**
  * The writer that holds a shard: who claimed its current epoch, where, and when. A
@@ -31,8 +31,28 @@ interface HolderRecord {
   claimedAtMs: number
 }
 
-/** A shard manifest version, as {@link ShardWriter.manifest} and {@link ShardReader.manifest} return it. */
-export type ShardManifest = Omit<NativeShardManifest, 'holder'> & {
+/**
+ * A shard manifest version, as {@link ShardWriter.manifest} and {@link ShardReader.manifest}
+ * return it. Written out rather than derived from the binding's type, so that the API docs
+ * describe every field.
+ */
+export interface ShardManifest {
+  /** The shard id (a UUID); `null` if the manifest does not record one. */
+  shardId: string | null
+  /** Manifest version: 1 for the first, +1 for every commit. */
+  version: number
+  /** The fencing token: the epoch of the latest writer to claim the shard. */
+  writerEpoch: number
+  /** WAL entries at or below this position are in flushed generations. */
+  replayAfterWalEntryPosition: number
+  /** A hint of the WAL tip when the manifest was written; not authoritative. */
+  walEntryPositionLastSeen: number
+  /** The generation number the next flushed MemTable gets. */
+  currentGeneration: number
+  /** Flushed generations, oldest first. */
+  flushedGenerations: Array<FlushedGeneration>
+  /** Id of the writer handle that wrote this version. */
+  writerId: string
   /** The writer that claimed the epoch; `null` if the manifest predates holder records. */
   holder: ShardHolder | null
 }
