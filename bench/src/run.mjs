@@ -586,6 +586,16 @@ say(
         fmtUs(floor.publishNewFile100B.p99),
         `${fmtNum(floor.publishNewFile100B.perSecond)}/s serial`,
       ],
+      ...(floor.publishNewFileSynced100B
+        ? [
+            [
+              'the same, plus fsync of the file after the rename (memwal\'s order: no-journal ext4)',
+              fmtUs(floor.publishNewFileSynced100B.p50),
+              fmtUs(floor.publishNewFileSynced100B.p99),
+              `${fmtNum(floor.publishNewFileSynced100B.perSecond)}/s serial`,
+            ],
+          ]
+        : []),
       [
         'memcpy, 1 MiB (in cache) / 64 MiB (DRAM)',
         '',

@@ -66,6 +66,15 @@ export function summaryMarkdown(report) {
       fmtUs(f.publishNewFile100B.p99),
     ]),
   )
+  if (f.publishNewFileSynced100B) {
+    lines.push(
+      row([
+        'the same, plus fsync of the file after the rename (memwal\'s order on no-journal ext4)',
+        fmtUs(f.publishNewFileSynced100B.p50),
+        fmtUs(f.publishNewFileSynced100B.p99),
+      ]),
+    )
+  }
   lines.push(row(['Node async hop (libuv round trip)', fmtUs(f.asyncHop.p50), fmtUs(f.asyncHop.p99)]))
   lines.push(
     row([

@@ -93,7 +93,7 @@ async fn a_failed_directory_sync_rejects_the_puts_it_covers_and_poisons_the_writ
 /// A durable put whose WAL entry's `fdatasync` fails with the real `errno` (the test hook at
 /// the `fdatasync` call site returns `io::Error::from_raw_os_error(errno)`).
 async fn a_real_errno_from_fdatasync_is_never_retried(errno: i32) {
-    use memwal_core::store::fs::data_sync_errors;
+    use memwal_core::store::fs::sync_errors::{self, Sync};
     let backend = Backend::local();
     let store = &backend.store;
     let shard = Uuid::new_v4();
@@ -111,7 +111,7 @@ async fn a_real_errno_from_fdatasync_is_never_retried(errno: i32) {
         .path()
         .unwrap()
         .join(format!("_mem_wal/{shard}/wal"));
-    data_sync_errors::fail_next_in(&wal_dir, errno);
+    sync_errors::fail_next(Sync::Data, &wal_dir, errno);
     let attempts = store.faults().wal_put_attempts();
     let e = w.put(vec![batch([1])]).await.unwrap_err();
     assert_eq!(
@@ -150,4 +150,39 @@ async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accep
         .unwrap_err();
     assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
     assert!(e.to_string().contains("sentinel"), "{e}");
+}
+
+// Issue 16.3: a manifest version whose directory sync failed is readable; the writer that
+// wrote it must not take it as written (it may not be durable), so its open fails. Without
+// the check, the ambiguous-write path reads the version back, finds its own bytes and
+// accepts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_version_whose_directory_sync_failed_is_not_read_back_and_accepted() {
+    use memwal_core::store::fs::sync_errors::{self, Sync};
+    let backend = Backend::local();
+    let shard = Uuid::new_v4();
+    let first = open(&backend.store, shard, durable()).await;
+    first.put(vec![batch([0])]).await.unwrap();
+    first.close().await.unwrap();
+    // The same store handle, so that the manifest directory is already known and synced:
+    // the armed failure is the publish's own directory sync.
+    let manifest_dir = backend
+        .path()
+        .unwrap()
+        .join(format!("_mem_wal/{shard}/manifest"));
+    sync_errors::fail_next(
+        Sync::Dir,
+        &manifest_dir,
+        rustix::io::Errno::IO.raw_os_error(),
+    );
+    let e = memwal_core::ShardWriter::open(backend.store.clone(), schema(), on(shard, durable()))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
+    assert!(e.to_string().contains("not trusted"), "{e}");
+    // The next open's syncs pass: it claims past that version and has every acknowledged row.
+    let w = open(&backend.store, shard, durable()).await;
+    assert_eq!(ids(&w.scan().await.unwrap()), vec![0]);
+    w.close().await.unwrap();
 }

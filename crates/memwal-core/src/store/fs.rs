@@ -241,10 +241,10 @@ pub const STAGING_PREFIX: &str = ".staging-";
 pub struct StdFs;
 
 /// `fdatasync` of a new file in `dir`: the one call site, so that tests can make it fail with
-/// a real errno ([`data_sync_errors`], `testing` feature only) as the kernel would.
+/// a real errno ([`sync_errors`], `testing` feature only) as the kernel would.
 fn sync_data(file: &File, dir: &Path) -> io::Result<()> {
     #[cfg(feature = "testing")]
-    if let Some(errno) = data_sync_errors::take(dir) {
+    if let Some(errno) = sync_errors::take(sync_errors::Sync::Data, dir) {
         return Err(io::Error::from_raw_os_error(errno));
     }
     #[cfg(not(feature = "testing"))]
@@ -252,35 +252,44 @@ fn sync_data(file: &File, dir: &Path) -> io::Result<()> {
     file.sync_data()
 }
 
-/// Test hook (`testing` feature only): make the next data syncs of [`StdFs`] in a directory
-/// fail with a given errno, returned by the `fdatasync` call site as
-/// `io::Error::from_raw_os_error`, exactly the value a real failing `fdatasync` yields.
+/// Test hook (`testing` feature only): make the next syncs of [`StdFs`] in a directory fail
+/// with a given errno, returned by the sync call site as `io::Error::from_raw_os_error`,
+/// exactly the value a real failing `fdatasync` or `fsync` yields.
 #[cfg(feature = "testing")]
-pub mod data_sync_errors {
+pub mod sync_errors {
     use std::path::{Path, PathBuf};
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Which sync of a directory fails.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Sync {
+        /// The `fdatasync` of a new file staged in the directory (nothing is published).
+        Data,
+        /// The `fsync` of the directory itself (after a name was published in it).
+        Dir,
+    }
+
     /// Armed failures; keyed by directory so that tests running in parallel (each in its own
     /// temp directory) do not take each other's.
-    static ARMED: Mutex<Vec<(PathBuf, i32)>> = Mutex::new(Vec::new());
+    static ARMED: Mutex<Vec<(Sync, PathBuf, i32)>> = Mutex::new(Vec::new());
     /// `ARMED.len()`, so that an unarmed sync costs one atomic load.
     static COUNT: AtomicUsize = AtomicUsize::new(0);
 
-    /// The next data sync of a file staged in `dir` fails with `errno` (one per call).
-    pub fn fail_next_in(dir: &Path, errno: i32) {
+    /// The next `which` sync in `dir` fails with `errno` (one per call).
+    pub fn fail_next(which: Sync, dir: &Path, errno: i32) {
         let mut armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        armed.push((dir.to_path_buf(), errno));
+        armed.push((which, dir.to_path_buf(), errno));
         COUNT.store(armed.len(), Ordering::SeqCst);
     }
 
-    pub(super) fn take(dir: &Path) -> Option<i32> {
+    pub(super) fn take(which: Sync, dir: &Path) -> Option<i32> {
         if COUNT.load(Ordering::SeqCst) == 0 {
             return None;
         }
         let mut armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        let i = armed.iter().position(|(d, _)| d == dir)?;
-        let (_, errno) = armed.remove(i);
+        let i = armed.iter().position(|(w, d, _)| *w == which && d == dir)?;
+        let (_, _, errno) = armed.remove(i);
         COUNT.store(armed.len(), Ordering::SeqCst);
         Some(errno)
     }
@@ -405,6 +414,10 @@ impl Fs for StdFs {
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        #[cfg(feature = "testing")]
+        if let Some(errno) = sync_errors::take(sync_errors::Sync::Dir, path) {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
         File::open(path)?.sync_all()
     }
 
