@@ -33,18 +33,27 @@ export declare class NativeObjectStore {
   recover(): void
   /** WAL-entry puts attempted through this store so far. */
   walPutAttempts(): number
-  /** Shard ids present in this store. */
-  listShards(): Promise<Array<string>>
+  /** The shards in this store (with a manifest), and the shard folders without one. */
+  listShards(): Promise<NativeShardListing>
 }
 
 /** Read-only view of a shard. */
 export declare class NativeShardReader {
   /** Opens a shard for reading; fails if it has no manifest. */
-  static open(store: NativeObjectStore, shardId: string): Promise<NativeShardReader>
+  static open(store: NativeObjectStore, shard: string): Promise<NativeShardReader>
   /** Every recoverable row, as one Arrow IPC stream. */
   scan(): Promise<Buffer>
   /** The latest manifest. */
   manifest(): Promise<ShardManifest>
+  /** The committed generation files, oldest first, as the latest manifest lists them. */
+  generationFiles(): Promise<Array<NativeGenerationFile>>
+  /** The shard id (UUID). */
+  get shardId(): string
+  /**
+   * The shard's name as its manifest recorded it at open; `null` for a shard only ever
+   * opened by id.
+   */
+  get shardName(): string | null
 }
 
 /** The writer of one shard. See `ShardWriter` in `lib/writer.ts`. */
@@ -56,6 +65,8 @@ export declare class NativeShardWriter {
   static open(store: NativeObjectStore, schema: Uint8Array, options: Record<string, boolean | number | string | null>): Promise<NativeShardWriter>
   /** The shard id (UUID). */
   get shardId(): string
+  /** The shard's name as its manifest records it; `null` for a shard only ever opened by id. */
+  get shardName(): string | null
   /** The claimed epoch. */
   get epoch(): number
   /** This handle's random writer id, recorded in the manifest as the shard's holder. */
@@ -107,7 +118,7 @@ export declare class NativeShardWriter {
 /** Reads WAL entries by position. */
 export declare class NativeWalTailer {
   /** A tailer over a shard's WAL. */
-  static open(store: NativeObjectStore, shardId: string): Promise<NativeWalTailer>
+  static open(store: NativeObjectStore, shard: string): Promise<NativeWalTailer>
   /** The first position with no entry. */
   nextPosition(): Promise<number>
   /** The entry at `position`, or null. */
@@ -141,6 +152,18 @@ export interface FlushedGeneration {
   bytes: number | null
 }
 
+/** A committed generation file, as `ShardReader.files()` returns it. */
+export interface GenerationFile {
+  /** The generation number. */
+  generation: number
+  /** Rows it holds, as the manifest records them (`null` if it does not). */
+  rows: number | null
+  /** Where other tools open it: a file path, or `s3://bucket/key` (`gs://`, `az://`). */
+  uri: string
+  /** Its object path in the store. */
+  object: string
+}
+
 /** Statistics of the active MemTable and the frozen ones awaiting their generation flush. */
 export interface MemTableStats {
   /** Generation of the active MemTable (the one its flush will produce). */
@@ -163,6 +186,14 @@ export interface MemTableStats {
   frozenEstimatedBytes: number
 }
 
+/** A shard in a store. */
+export interface NativeListedShard {
+  /** The shard id (a UUID). */
+  id: string
+  /** The shard's name; `null` for a shard only ever opened by id. */
+  name: string | null
+}
+
 /** The writer that holds a shard, as the manifest records its claim. */
 export interface NativeShardHolder {
   /** The random id of the writer handle (`ShardWriter.writerId`). */
@@ -175,6 +206,14 @@ export interface NativeShardHolder {
   epoch: number
   /** When it claimed the epoch, in milliseconds since the Unix epoch. */
   claimedAtMs: number
+}
+
+/** What `listShards` found. */
+export interface NativeShardListing {
+  /** Shards with a manifest, sorted by id. */
+  shards: Array<NativeListedShard>
+  /** Ids of shard folders with no manifest (a first open cut off before writing one). */
+  incomplete: Array<string>
 }
 
 /** One WAL entry. */
@@ -221,6 +260,8 @@ export interface OpenStats {
 export interface ShardManifest {
   /** The shard id (a UUID); `null` if the manifest does not record one. */
   shardId: string | null
+  /** The shard's name; `null` for a shard only ever opened by id. */
+  shardName: string | null
   /** Manifest version: 1 for the first, +1 for every commit. */
   version: number
   /** The fencing token: the epoch of the latest writer to claim the shard. */

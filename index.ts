@@ -34,12 +34,14 @@ export {
   SchemaMismatchError,
   TimeoutError,
 } from './lib/errors.js'
-export { type Location, ObjectStore, type StorageOptions, StoreFaults, dropMemoryStore } from './lib/store.js'
+export { type Location, ObjectStore, type ShardInfo, type StorageOptions, StoreFaults, dropMemoryStore } from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
+export { DEFAULT_SHARD_NAME } from './lib/options.js'
 export type { CloseOptions, FlushOptions, PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,
+  GenerationFile,
   MemTableStats,
   OpenStats,
   PutNoWaitResult,

@@ -205,7 +205,7 @@ test('data with the wrong schema is SCHEMA_MISMATCH naming the field for put and
 test('huge but valid input round-trips: 2,000 columns, an 8 MiB string and 4,000 batches in one put', async (t) => {
   const dir = tempDir(t)
   const wide = new Schema(Array.from({ length: 2000 }, (_, i) => new Field(`c${i}`, new Int32(), true)))
-  const w = await ShardWriter.open(dir, { schema: wide })
+  const w = await ShardWriter.open(dir, { schema: wide, shard: 'wide' })
   await w.put(
     tableOf(
       wide,

@@ -88,7 +88,7 @@ test('in a read-only directory a writer cannot open (IO) and claims nothing, whi
     await t.throwsAsync(ShardWriter.open(dir, { schema }), { instanceOf: IoError, code: 'IO', message: WRITE_DENIED })
     if (mode !== 'not-a-directory') {
       // Readers never write, so a read-only directory is no obstacle.
-      t.deepEqual(await ObjectStore.local(dir).listShards(), [shardId])
+      t.deepEqual(await ObjectStore.local(dir).listShards(), [{ id: shardId, name: 'default' }])
       const r = await ShardReader.open(dir, { shardId })
       t.deepEqual(ids(await r.scan()), SEEDED)
       t.is((await r.manifest()).writerEpoch, epoch)

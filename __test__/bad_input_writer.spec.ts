@@ -131,7 +131,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
     for (const unknown of ['shardID', 'durable', 'maxMemTableSize', '']) {
       await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [unknown]: 1 } as never), {
         instanceOf: InvalidArgumentError,
-        message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shardId`),
+        message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shard, shardId`),
       })
     }
   })

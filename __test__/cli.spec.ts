@@ -56,9 +56,9 @@ async function demo(): Promise<{ run: Run; shard: string }> {
 test('--help lists the commands and the exit codes; every command has --help', async (t) => {
   const help = await memwal('--help')
   t.is(help.code, 0)
-  for (const c of ['inspect', 'wal', 'scan', 'demo']) t.regex(help.stdout, new RegExp(`^  ${c} `, 'm'))
+  for (const c of ['inspect', 'wal', 'scan', 'files', 'demo']) t.regex(help.stdout, new RegExp(`^  ${c} `, 'm'))
   t.regex(help.stdout, /Exit codes:[\s\S]*3 {2}not found/)
-  for (const c of ['inspect', 'wal', 'scan', 'demo']) {
+  for (const c of ['inspect', 'wal', 'scan', 'files', 'demo']) {
     const r = await memwal(c, '--help')
     t.is(r.code, 0, c)
     t.regex(r.stdout, new RegExp(`^Usage: memwal ${c} `, 'm'))
@@ -75,7 +75,6 @@ test('bad command lines exit 2 with one clear line, not a stack', async (t) => {
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['inspect'], /missing required argument 'location'/],
     [['inspect', workDir, '--bogus'], /unknown option '--bogus'/],
-    [['wal', workDir], /required option '--shard <id>' not specified/],
     [['wal', workDir, '--shard', 'x', '--from', '0'], /'--from <n>' argument '0' is invalid\. expected an integer ≥ 1/],
     [['wal', workDir, '--shard', 'x', '--limit', 'ten'], /'--limit <m>' argument 'ten' is invalid/],
     [['scan', workDir, '--shard', 'x', '--format', 'xml'], /expected one of table, json, csv/],
@@ -95,7 +94,7 @@ test('bad command lines exit 2 with one clear line, not a stack', async (t) => {
 
 test('demo ingests, fails over, reopens and verifies every acknowledged row', async (t) => {
   const { run, shard } = await demo()
-  t.regex(run.stdout, new RegExp(`shard ${shard}: writer epoch 1`))
+  t.regex(run.stdout, new RegExp(`shard default \\(${shard}\\): writer epoch 1`))
   t.regex(run.stdout, /ingested 20,000 rows in [\d.]+ s: [\d,]+ rows\/s/)
   t.regex(run.stdout, /40 durable puts in [\d,]+ WAL entr/)
   const rotated = Number(/(\d+) MemTables? rotated/.exec(run.stdout)?.[1])
@@ -128,7 +127,7 @@ test('inspect reports epoch, manifest version, generations, replay cursor and WA
   const text = await memwal('inspect', demoDir)
   t.is(text.code, 0, text.stderr)
   t.regex(text.stdout, /: 1 shard\n/)
-  t.regex(text.stdout, new RegExp(`^shard ${shard}$`, 'm'))
+  t.regex(text.stdout, new RegExp(`^shard default \\(${shard}\\)$`, 'm'))
   t.regex(text.stdout, /epoch 2, manifest version \d+/)
   t.regex(text.stdout, /flushed generations: \d+ \(20,000 rows, /)
   t.regex(text.stdout, /^ {4}generation +rows +in-memory size +file$/m)

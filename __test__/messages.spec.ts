@@ -162,7 +162,7 @@ test('dropMemoryStore forgets a memory:// store: its data is gone and a reopened
   const w = await ShardWriter.open(loc, { schema })
   await w.put(rows([1, 2, 3]))
   await w.close()
-  t.deepEqual(await ObjectStore.fromUri(loc).listShards(), [w.shardId])
+  t.deepEqual(await ObjectStore.fromUri(loc).listShards(), [{ id: w.shardId, name: 'default' }])
   t.true(dropMemoryStore(name))
   t.false(dropMemoryStore(loc), 'a second drop finds nothing')
   t.deepEqual(await ObjectStore.fromUri(loc).listShards(), [])

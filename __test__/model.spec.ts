@@ -450,8 +450,8 @@ test('memwal follows the model of acknowledged, pending and fenced puts across c
     fc.asyncProperty(fc.commands(commands, { maxCommands: 60, size: 'max' }), async (cmds) => {
       const store = ObjectStore.memory()
       const writers = {
-        d: await ShardWriter.open(store, { schema, ...OPTIONS.d }),
-        n: await ShardWriter.open(store, { schema, ...OPTIONS.n }),
+        d: await ShardWriter.open(store, { schema, shard: 'durable', ...OPTIONS.d }),
+        n: await ShardWriter.open(store, { schema, shard: 'non-durable', ...OPTIONS.n }),
       }
       const real: Real = { store, writers }
       const model: Model = {

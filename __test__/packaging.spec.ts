@@ -300,7 +300,7 @@ test('installed from the main tarball alone, memwal loads prebuilds/ through nod
     { cwd: project, env: consumerEnv() },
   )
   t.is(inspect.code, 0, inspect.stderr)
-  t.regex(inspect.stdout, new RegExp(`shard ${report.shardId}`))
+  t.regex(inspect.stdout, new RegExp(`^shard default \\(${report.shardId}\\)$`, 'm'))
 })
 
 test('installed with the platform package, memwal loads memwal-linux-x64-gnu first', async (t) => {

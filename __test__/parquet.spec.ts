@@ -1,5 +1,6 @@
 // Flushed generations are plain Parquet files that other tools read: DuckDB here (the README's
 // "Reading flushed generations with other tools" section runs these queries).
+import { copyFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -7,6 +8,7 @@ import test from 'ava'
 import { Field, Int64, Schema, Utf8, makeVector, vectorFromArray, type Table } from 'apache-arrow'
 
 import { ShardReader, ShardWriter } from '../index'
+import { runProcess } from './child-process'
 import { tableOf, tempDir } from './helpers'
 
 const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)])
@@ -32,24 +34,41 @@ async function query(sql: string): Promise<Array<Record<string, unknown>>> {
   }
 }
 
-test('DuckDB reads the flushed generations the manifest lists, and the README glob', async (t) => {
+test("DuckDB reads the files the manifest lists (reader.files(), `memwal files`); a glob would double count", async (t) => {
   const dir = tempDir(t)
   const writer = await ShardWriter.open(dir, { schema, maxMemtableBatches: 2 })
   for (let b = 0; b < 5; b++) await writer.put(rows(b * 100, 100)) // 2 batches per generation
   await writer.close() // flushes the last, partial generation
-  const manifest = await (await ShardReader.open(dir, { shardId: writer.shardId })).manifest()
-  t.is(manifest.flushedGenerations.length, 3)
+  const reader = await ShardReader.open(dir)
+  const files = await reader.files()
+  t.deepEqual(
+    files.map((f) => [f.generation, f.rows]),
+    [
+      [1, 200],
+      [2, 200],
+      [3, 100],
+    ],
+  )
+  const manifest = await reader.manifest()
+  t.deepEqual(
+    files.map((f) => f.uri),
+    manifest.flushedGenerations.map((g) => join(dir, '_mem_wal', writer.shardId, g.path, 'data.parquet')),
+  )
+  // An orphan: a copy of a generation whose manifest commit never happened (a writer fenced or
+  // killed mid-flush leaves one; a later generation holds its rows).
+  const orphan = join(dir, '_mem_wal', writer.shardId, 'deadbeef_gen_2')
+  mkdirSync(orphan)
+  copyFileSync(files[1]!.uri, join(orphan, 'data.parquet'))
 
-  // The committed generations, from the manifest (what `memwal inspect --json` prints).
-  const files = manifest.flushedGenerations.map((g) => join(dir, '_mem_wal', writer.shardId, g.path, 'data.parquet'))
+  const list = (uris: string[]): string => uris.map((f) => `'${f.replaceAll("'", "''")}'`).join(', ')
   const exact = await query(
-    `SELECT count(*)::INTEGER AS n, sum(id)::BIGINT AS s, min(name) AS first FROM read_parquet([${files
-      .map((f) => `'${f}'`)
-      .join(', ')}])`,
+    `SELECT count(*)::INTEGER AS n, sum(id)::BIGINT AS s, min(name) AS first FROM read_parquet([${list(files.map((f) => f.uri))}])`,
   )
   t.deepEqual(exact, [{ n: 500, s: BigInt((499 * 500) / 2), first: 'n0' }])
+  const glob = await query(`SELECT count(*)::INTEGER AS n FROM read_parquet('${dir}/_mem_wal/*/*_gen_*/data.parquet')`)
+  t.deepEqual(glob, [{ n: 700 }], 'what a glob would have counted')
 
-  const columns = await query(`DESCRIBE SELECT * FROM read_parquet('${files[0]}')`)
+  const columns = await query(`DESCRIBE SELECT * FROM read_parquet('${files[0]!.uri}')`)
   t.deepEqual(
     columns.map((c) => [c.column_name, c.column_type]),
     [
@@ -58,7 +77,19 @@ test('DuckDB reads the flushed generations the manifest lists, and the README gl
     ],
   )
 
-  // The README's quick look: every generation of every shard under a location.
-  const glob = await query(`SELECT count(*)::INTEGER AS n FROM read_parquet('${dir}/_mem_wal/*/*_gen_*/data.parquet')`)
-  t.deepEqual(glob, [{ n: 500 }])
+  // `memwal files`: one path per line, or one JSON object per line.
+  const cli = (...args: string[]) =>
+    runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), 'files', dir, ...args], {
+      cwd: join(__dirname, '..'),
+      env: { ...process.env, FORCE_COLOR: '0' },
+    })
+  const text = await cli()
+  t.is(text.code, 0, text.stderr)
+  t.deepEqual(text.stdout.trim().split('\n'), files.map((f) => f.uri))
+  const json = await cli('--shard', 'default', '--json')
+  t.is(json.code, 0, json.stderr)
+  t.deepEqual(
+    json.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown),
+    files.map((f) => ({ generation: f.generation, rows: f.rows, uri: f.uri })),
+  )
 })

@@ -63,7 +63,8 @@ async function run(c: Command): Promise<object> {
       const w = await ShardWriter.open(cfg.location, {
         schema,
         storage: cfg.storage,
-        ...(c.shardId === undefined ? {} : { shardId: c.shardId }),
+        // A shard per writer name, unless told to take over one by id.
+        ...(c.shardId === undefined ? { shard: c.name } : { shardId: c.shardId }),
       })
       writers.set(c.name, w)
       return { shardId: w.shardId, epoch: w.epoch }

@@ -50,7 +50,7 @@ test('an S3 location serves writers, readers, tailers and ObjectStore.fromUri', 
   await w.close()
   const store = ObjectStore.fromUri(location, s3.storage)
   t.is(store.location, location)
-  t.deepEqual(await store.listShards(), [w.shardId])
+  t.deepEqual(await store.listShards(), [{ id: w.shardId, name: w.shardName }])
   t.deepEqual(ids(await (await ShardReader.open(store, { shardId: w.shardId })).scan()), [1, 2, 3])
   const tailer = await WalTailer.open(location, { shardId: w.shardId, storage: s3.storage })
   t.is(await tailer.nextPosition(), 3)

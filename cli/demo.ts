@@ -83,8 +83,7 @@ async function demo(dirArg: string, o: DemoOptions): Promise<void> {
 
   // 1. Ingest. Every put is durable: it resolves once a persisted WAL entry holds its rows.
   const writer = await ShardWriter.open(dir, { schema, maxMemtableSize: o.memtableSize })
-  const shardId = writer.shardId
-  console.log(`shard ${shardId}: writer epoch ${writer.epoch}`)
+  console.log(`shard ${writer.shardName} (${writer.shardId}): writer epoch ${writer.epoch}`)
   const acked = new Uint8Array(totalBatches)
   let ackedRows = 0
   let nextBatch = 0
@@ -130,7 +129,8 @@ async function demo(dirArg: string, o: DemoOptions): Promise<void> {
 
   // 2. Failover: a second writer claims the shard; the first one's next put is refused.
   const failoverStarted = performance.now()
-  const successor = await ShardWriter.open(dir, { schema, shardId, maxMemtableSize: o.memtableSize })
+  // Opened by path alone, as the first: both reach the shard named `default`.
+  const successor = await ShardWriter.open(dir, { schema, maxMemtableSize: o.memtableSize })
   console.log(
     `failover: a second writer opened the shard in ${seconds(failoverStarted).toFixed(2)} s ` +
       `(epoch ${successor.epoch}; it fenced the WAL and replayed it)`,
@@ -155,7 +155,7 @@ async function demo(dirArg: string, o: DemoOptions): Promise<void> {
 
   // 3. Reopen and verify: every acknowledged row exactly once, and nothing else.
   const verifyStarted = performance.now()
-  const reader = await ShardReader.open(dir, { shardId })
+  const reader = await ShardReader.open(dir)
   const manifest = await reader.manifest()
   const table = await reader.scan()
   const seen = new Uint8Array(o.rows)
@@ -195,7 +195,7 @@ async function demo(dirArg: string, o: DemoOptions): Promise<void> {
     `\nsummary: ${formatCount(ackedRows)} rows, ${formatCount(Math.round(ackedRows / ingestSeconds))} rows/s durable ` +
       `ingest from ${o.writers} writers, ${plural(generations.length, 'generation')} flushed, 1 failover, 0 rows lost`,
   )
-  console.log(`look inside: npx memwal inspect ${dirArg}; npx memwal wal|scan ${dirArg} --shard ${shardId}`)
+  console.log(`look inside: npx memwal inspect ${dirArg}; npx memwal wal|scan ${dirArg}`)
 }
 
 /** Registers `demo` on the program. */

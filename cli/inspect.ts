@@ -1,10 +1,10 @@
-// `memwal inspect <location> [--shard ID] [--json]`: what a store holds, shard by shard, as a
+// `memwal inspect <location> [--shard NAME|ID] [--json]`: what a store holds, shard by shard, as a
 // new writer would find it (read-only: it claims nothing).
 
 import type { Command } from 'commander'
 
-import { ShardReader, WalTailer, type ObjectStore, type ShardManifest } from '../index.js'
-import { openStore, requireShard, shardsAt } from './location.js'
+import { ShardReader, WalTailer, type ObjectStore, type ShardInfo, type ShardManifest } from '../index.js'
+import { noShards, openStore, resolveShard, shardLabel } from './location.js'
 import { formatBytes, formatCount, out, textTable } from './output.js'
 
 interface InspectOptions {
@@ -15,6 +15,8 @@ interface InspectOptions {
 /** One shard as `inspect` reports it. */
 interface ShardReport {
   shardId: string
+  /** The shard's name; `null` for a shard only ever opened by id. */
+  shardName: string | null
   epoch: number
   manifestVersion: number
   writerId: string
@@ -30,13 +32,14 @@ interface ShardReport {
   walLag: number
 }
 
-async function report(store: ObjectStore, shardId: string): Promise<ShardReport> {
-  const reader = await ShardReader.open(store, { shardId })
+async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport> {
+  const reader = await ShardReader.open(store, { shardId: shard.id })
   const m: ShardManifest = await reader.manifest()
-  const tailer = await WalTailer.open(store, { shardId })
+  const tailer = await WalTailer.open(store, { shardId: shard.id })
   const walTip = (await tailer.nextPosition()) - 1
   return {
-    shardId,
+    shardId: shard.id,
+    shardName: m.shardName,
     epoch: m.writerEpoch,
     manifestVersion: m.version,
     writerId: m.writerId,
@@ -55,7 +58,7 @@ function sum(values: Array<number | null>): number | null {
 
 function render(r: ShardReport): string {
   const lines = [
-    `shard ${r.shardId}`,
+    `shard ${shardLabel({ id: r.shardId, name: r.shardName })}`,
     `  epoch ${r.epoch}, manifest version ${r.manifestVersion}, writer ${r.writerId || '-'}`,
     r.holder === null
       ? '  holder: unknown (the manifest does not record one)'
@@ -98,27 +101,33 @@ export function inspectCommand(program: Command): void {
         'epoch: writer id, host, pid, claim time); flushed generations with their rows and\n' +
         'in-memory bytes (as the manifest records them; the Parquet files are compressed); the replay cursor;\n' +
         'the WAL tip and the lag between them (entries a new writer would replay).\n' +
-        'Read-only: it claims nothing and never writes.',
+        'Shard folders with no manifest (a first open cut off before writing one; they hold nothing) are\n' +
+        'noted and skipped. Read-only: it claims nothing and never writes.',
     )
     .argument('<location>', 'a directory, file:///abs/path, or memory://NAME')
-    .option('--shard <id>', 'only this shard')
+    .option('--shard <name or id>', 'only this shard')
     .option('--json', 'print JSON instead of text')
     .action(async (location: string, options: InspectOptions) => {
       const store = openStore(location)
-      let ids: string[]
+      let shards: ShardInfo[]
+      let incomplete: string[] = []
       if (options.shard !== undefined) {
-        await requireShard(store, location, options.shard)
-        ids = [options.shard]
+        shards = [await resolveShard(store, location, options.shard)]
       } else {
-        ids = await shardsAt(store, location)
+        shards = await store.listShards()
+        incomplete = await store.listIncompleteShards()
+        if (shards.length === 0 && incomplete.length === 0) throw noShards(location)
       }
       const reports: ShardReport[] = []
-      for (const id of ids) reports.push(await report(store, id))
+      for (const shard of shards) reports.push(await report(store, shard))
       if (options.json) {
-        await out(`${JSON.stringify({ location, shards: reports }, null, 2)}\n`)
+        await out(`${JSON.stringify({ location, shards: reports, incompleteShards: incomplete }, null, 2)}\n`)
         return
       }
       const head = `${location}: ${reports.length} ${reports.length === 1 ? 'shard' : 'shards'}`
-      await out(`${[head, ...reports.map(render)].join('\n\n')}\n`)
+      const notes = incomplete.map(
+        (id) => `incomplete shard folder ${id}: it has no manifest (a first open was cut off before writing one); it holds nothing and is skipped`,
+      )
+      await out(`${[head, ...reports.map(render), ...notes].join('\n\n')}\n`)
     })
 }

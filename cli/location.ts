@@ -4,7 +4,7 @@
 
 import { existsSync, statSync } from 'node:fs'
 
-import { ObjectStore } from '../index.js'
+import { DEFAULT_SHARD_NAME, ObjectStore, type ShardInfo } from '../index.js'
 import { CliError, Exit } from './exit-codes.js'
 
 /**
@@ -30,19 +30,43 @@ function localPath(location: string): string | null {
   return location
 }
 
-/** The ids of the shards at `location`; NOT_FOUND if there are none. */
-export async function shardsAt(store: ObjectStore, location: string): Promise<string[]> {
-  const ids = await store.listShards()
-  if (ids.length === 0) {
-    throw new CliError(Exit.NOT_FOUND, `no memwal shards at ${location} (expected ${location}/_mem_wal/<shard-id>/)`)
-  }
-  return ids.sort()
+/** The shards at `location` (those with a manifest), sorted by id; NOT_FOUND if there are none. */
+export async function shardsAt(store: ObjectStore, location: string): Promise<ShardInfo[]> {
+  const shards = await store.listShards()
+  if (shards.length === 0) throw noShards(location)
+  return shards
 }
 
-/** Checks that shard `id` exists at `location`, naming the shards that do if it does not. */
-export async function requireShard(store: ObjectStore, location: string, id: string): Promise<void> {
-  const ids = await shardsAt(store, location)
-  if (!ids.includes(id)) {
-    throw new CliError(Exit.NOT_FOUND, `no shard ${id} at ${location}; shards there: ${ids.join(', ')}`)
-  }
+/** The NOT_FOUND error of a location that holds no shard. */
+export function noShards(location: string): CliError {
+  return new CliError(Exit.NOT_FOUND, `no memwal shards at ${location} (expected ${location}/_mem_wal/<shard-id>/)`)
 }
+
+/** A shard as the CLI prints it: `name (id)`, or the id alone for a shard with no name. */
+export function shardLabel(s: ShardInfo): string {
+  return s.name === null ? s.id : `${s.name} (${s.id})`
+}
+
+/**
+ * The shard `nameOrId` (a UUID is an id, anything else a name) at `location`, naming the shards
+ * that are there if it is not.
+ */
+export async function resolveShard(store: ObjectStore, location: string, nameOrId: string): Promise<ShardInfo> {
+  const shards = await shardsAt(store, location)
+  const wanted = nameOrId.toLowerCase()
+  const found = shards.find((s) => s.id === wanted || s.name === nameOrId)
+  if (found === undefined) {
+    throw new CliError(
+      Exit.NOT_FOUND,
+      `no shard ${nameOrId} at ${location}; shards there: ${shards.map(shardLabel).join(', ')}`,
+    )
+  }
+  return found
+}
+
+/** The `--shard` option of the commands that read one shard, defaulting as the API does. */
+export const SHARD_OPTION = [
+  '--shard <name or id>',
+  'the shard, by name or id (see `memwal inspect`)',
+  DEFAULT_SHARD_NAME,
+] as const

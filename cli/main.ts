@@ -12,6 +12,7 @@ import { MemWalError } from '../index.js'
 import { redactLocation } from '../lib/errors.js'
 import { CliError, EXIT_CODES_HELP, Exit, exitCodeOf } from './exit-codes.js'
 import { demoCommand } from './demo.js'
+import { filesCommand } from './files.js'
 import { inspectCommand } from './inspect.js'
 import { scanCommand } from './scan.js'
 import { walCommand } from './wal.js'
@@ -38,6 +39,7 @@ function program(): Command {
   inspectCommand(p)
   walCommand(p)
   scanCommand(p)
+  filesCommand(p)
   demoCommand(p)
   for (const c of p.commands) c.addHelpText('after', EXIT_CODES_HELP)
   return p

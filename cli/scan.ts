@@ -1,4 +1,4 @@
-// `memwal scan <location> --shard ID [--limit N] [--format table|json|csv]`: every row a new
+// `memwal scan <location> [--shard NAME|ID] [--limit N] [--format table|json|csv]`: every row a new
 // writer would recover (flushed generations, then the WAL after the replay cursor), in
 // insertion order. Read-only.
 
@@ -6,7 +6,7 @@ import type { Command } from 'commander'
 import type { Table } from 'apache-arrow'
 
 import { ShardReader } from '../index.js'
-import { openStore, requireShard } from './location.js'
+import { SHARD_OPTION, openStore, resolveShard } from './location.js'
 import { integerAtLeast, oneOf } from './options.js'
 import { out, textTable } from './output.js'
 
@@ -76,13 +76,13 @@ export function scanCommand(program: Command): void {
         'null is an empty field). Read-only.',
     )
     .argument('<location>', 'a directory, file:///abs/path, or memory://NAME')
-    .requiredOption('--shard <id>', 'the shard (see `memwal inspect`)')
+    .option(...SHARD_OPTION)
     .option('--limit <n>', 'at most this many rows (default: all)', integerAtLeast(0))
     .option('--format <format>', `output format: ${FORMATS.join(', ')}`, oneOf(FORMATS), 'table')
     .action(async (location: string, options: ScanOptions) => {
       const store = openStore(location)
-      await requireShard(store, location, options.shard)
-      const reader = await ShardReader.open(store, { shardId: options.shard })
+      const shard = await resolveShard(store, location, options.shard)
+      const reader = await ShardReader.open(store, { shardId: shard.id })
       const all = await reader.scan()
       const table = options.limit === undefined ? all : all.slice(0, options.limit)
       const names = table.schema.fields.map((f) => f.name)

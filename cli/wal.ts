@@ -1,10 +1,10 @@
-// `memwal wal <location> --shard ID [--from N] [--limit M] [--json]`: a shard's WAL entries by
+// `memwal wal <location> [--shard NAME|ID] [--from N] [--limit M] [--json]`: a shard's WAL entries by
 // position, as a change-data-capture reader (WalTailer) sees them. Read-only.
 
 import type { Command } from 'commander'
 
 import { WalTailer } from '../index.js'
-import { openStore, requireShard } from './location.js'
+import { SHARD_OPTION, openStore, resolveShard } from './location.js'
 import { integerAtLeast } from './options.js'
 import { out, textTable } from './output.js'
 
@@ -35,14 +35,14 @@ export function walCommand(program: Command): void {
         'when it takes the shard over; it holds no rows). Read-only.',
     )
     .argument('<location>', 'a directory, file:///abs/path, or memory://NAME')
-    .requiredOption('--shard <id>', 'the shard (see `memwal inspect`)')
+    .option(...SHARD_OPTION)
     .option('--from <n>', 'first position', integerAtLeast(1), 1)
     .option('--limit <m>', 'at most this many entries (default: all)', integerAtLeast(1))
     .option('--json', 'print JSON instead of a table')
     .action(async (location: string, options: WalOptions) => {
       const store = openStore(location)
-      await requireShard(store, location, options.shard)
-      const tailer = await WalTailer.open(store, { shardId: options.shard })
+      const shard = await resolveShard(store, location, options.shard)
+      const tailer = await WalTailer.open(store, { shardId: shard.id })
       const next = await tailer.nextPosition()
       const last = options.limit === undefined ? next - 1 : Math.min(next - 1, options.from + options.limit - 1)
       const entries: EntryReport[] = []
@@ -58,7 +58,7 @@ export function walCommand(program: Command): void {
         })
       }
       if (options.json) {
-        await out(`${JSON.stringify({ shardId: options.shard, walTip: next - 1, entries }, null, 2)}\n`)
+        await out(`${JSON.stringify({ shardId: shard.id, shardName: shard.name, walTip: next - 1, entries }, null, 2)}\n`)
         return
       }
       const rows = entries.map((e) => [

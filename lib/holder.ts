@@ -39,6 +39,8 @@ interface HolderRecord {
 export interface ShardManifest {
   /** The shard id (a UUID); `null` if the manifest does not record one. */
   shardId: string | null
+  /** The shard's name; `null` for a shard only ever opened by id. */
+  shardName: string | null
   /** Manifest version: 1 for the first, +1 for every commit. */
   version: number
   /** The fencing token: the epoch of the latest writer to claim the shard. */
@@ -64,7 +66,7 @@ export function holderOf(r: HolderRecord | NativeShardHolder): ShardHolder {
 
 /** The binding's manifest with its holder's claim time as a Date. */
 export function manifestOf(m: NativeShardManifest): ShardManifest {
-  return { ...m, holder: m.holder == null ? null : holderOf(m.holder) }
+  return { ...m, shardName: m.shardName ?? null, holder: m.holder == null ? null : holderOf(m.holder) }
 }
 
 /** The holder a fence tag carries, as JSON; `undefined` if it is not a well-formed holder. */

@@ -18,9 +18,18 @@ export interface ShardWriterOptions {
    */
   schema: ArrowSchema
   /**
-   * The shard to write (a UUID). Reopening an existing shard takes it over from its previous
-   * writer and replays its WAL.
-   * @defaultValue a new random UUID (a new shard)
+   * The shard to write, by name: every open of the same name, from any process, reaches the
+   * same shard (its id is derived from the name, and the manifest records the name). Reopening
+   * a shard takes it over from its previous writer and replays its WAL. A name is 1 to 200
+   * bytes, with no control characters, and is not a UUID. Pass `shard` or `shardId`, not both.
+   * @defaultValue `'default'` (when `shardId` is not given either), so reopening a location
+   * reopens its shard
+   */
+  shard?: string
+  /**
+   * The shard to write, by id (a UUID), for shards created by id (as Lance's MemWAL names
+   * them). Pass `shard` or `shardId`, not both.
+   * @defaultValue none: the shard is chosen by `shard`
    */
   shardId?: string
   /**
@@ -125,12 +134,13 @@ export interface ShardWriterOptions {
  * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own, or
  * `'deadline'`: an option of the call itself (`signal`, `timeoutMs`), checked by `deadlineOf`.
  */
-type OptionKind = 'schema' | 'storage' | 'deadline' | 'string' | 'boolean' | 'number' | 'number or null'
+type OptionKind = 'schema' | 'storage' | 'deadline' | 'shard name' | 'shard id' | 'string' | 'boolean' | 'number' | 'number or null'
 
 /** Every writer option, in the order the unknown-option message lists them. */
 const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   schema: 'schema',
-  shardId: 'string',
+  shard: 'shard name',
+  shardId: 'shard id',
   storage: 'storage',
   maxWalFlushIntervalMs: 'number or null',
   maxWalBufferSize: 'number',
@@ -158,10 +168,40 @@ function requireShardId(what: string, v: unknown): asserts v is string {
   requireString(what, v)
   if (!UUID.test(v)) {
     throw new InvalidArgumentError(
-      `shardId ${truncate(JSON.stringify(v))} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)`,
+      `shardId ${truncate(JSON.stringify(v))} is not a UUID; pass the id of an existing shard (e.g. writer.shardId), or a name as shard`,
     )
   }
 }
+
+/**
+ * Throws an {@link InvalidArgumentError} unless `v` is a string that is not a UUID (the core
+ * checks the rest of a name: length, control characters).
+ */
+function requireShardName(what: string, v: unknown): asserts v is string {
+  requireString(what, v)
+  if (UUID.test(v)) {
+    throw new InvalidArgumentError(`shard name ${JSON.stringify(v)} is a UUID; pass a shard's id as shardId`)
+  }
+}
+
+/** The shard chosen by `shard` or `shardId` (at most one): a name, an id, or `'default'`. */
+function shardOf(o: { shard?: unknown; shardId?: unknown }): string {
+  if (o.shard !== undefined && o.shardId !== undefined) {
+    throw new InvalidArgumentError('invalid options: pass either shard (a name) or shardId (a UUID), not both')
+  }
+  if (o.shardId !== undefined) {
+    requireShardId('options.shardId', o.shardId)
+    return o.shardId
+  }
+  if (o.shard !== undefined) {
+    requireShardName('options.shard', o.shard)
+    return o.shard
+  }
+  return DEFAULT_SHARD_NAME
+}
+
+/** The shard opened when neither `shard` nor `shardId` is given. */
+export const DEFAULT_SHARD_NAME = 'default'
 
 /** Throws an {@link InvalidArgumentError} for the first key of `options` not in `known`. */
 function rejectUnknownOptions(options: object, known: readonly string[]): void {
@@ -192,8 +232,10 @@ export function writerOptionsOf(options: unknown): {
   for (const [key, kind] of Object.entries(WRITER_OPTIONS)) {
     const v = o[key]
     if (v === undefined || kind === 'schema' || kind === 'storage' || kind === 'deadline') continue
-    if (key === 'shardId') {
+    if (kind === 'shard id') {
       requireShardId(`options.${key}`, v)
+    } else if (kind === 'shard name') {
+      requireShardName(`options.${key}`, v)
     } else if (kind === 'string') {
       requireString(`options.${key}`, v)
     } else if (v === null && kind === 'number or null') {
@@ -213,8 +255,14 @@ export function writerOptionsOf(options: unknown): {
 
 /** Options of {@link ShardReader.open} and {@link WalTailer.open}. */
 export interface ShardOptions {
-  /** The shard to read. */
-  shardId: string
+  /**
+   * The shard to read, by name (as {@link ShardWriterOptions.shard}). Pass `shard` or
+   * `shardId`, not both.
+   * @defaultValue `'default'` (when `shardId` is not given either)
+   */
+  shard?: string
+  /** The shard to read, by id (a UUID). */
+  shardId?: string
   /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`). See
    * {@link StorageOptions}.
@@ -235,12 +283,10 @@ export interface ShardOptions {
   timeoutMs?: number
 }
 
-/**
- * Every reader option, in the order the unknown-option message lists them (both are checked by
- * hand below: the shard id is required).
- */
+/** Every reader option, in the order the unknown-option message lists them. */
 const SHARD_OPTIONS: Record<keyof ShardOptions, OptionKind> = {
-  shardId: 'string',
+  shard: 'shard name',
+  shardId: 'shard id',
   storage: 'storage',
   signal: 'deadline',
   timeoutMs: 'deadline',
@@ -250,14 +296,14 @@ const SHARD_OPTIONS: Record<keyof ShardOptions, OptionKind> = {
 export function shardOptionsOf(
   what: string,
   options: unknown,
-): { shardId: string; storage: Record<string, string> | undefined; deadline: Deadline } {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError(`expected an options object with a shardId, got ${describeValue(options)}`)
+): { shard: string; storage: Record<string, string> | undefined; deadline: Deadline } {
+  if (options === undefined) options = {}
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what}: expected an options object (or none), got ${describeValue(options)}`)
   }
   rejectUnknownOptions(options, Object.keys(SHARD_OPTIONS))
-  const o = options as { shardId?: unknown; storage?: unknown; signal?: unknown; timeoutMs?: unknown }
-  requireShardId('options.shardId', o.shardId)
-  return { shardId: o.shardId, storage: storageOf(what, o.storage), deadline: deadlineOf(what, o, true) }
+  const o = options as { shard?: unknown; shardId?: unknown; storage?: unknown; signal?: unknown; timeoutMs?: unknown }
+  return { shard: shardOf(o), storage: storageOf(what, o.storage), deadline: deadlineOf(what, o, true) }
 }
 
 /** Options of one {@link ShardWriter.put} or {@link ShardWriter.putNoWait}. */

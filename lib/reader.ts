@@ -9,20 +9,20 @@ import { ClosedError, InvalidArgumentError, call, describeValue } from './errors
 import { manifestOf } from './holder.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
-import type { ShardManifest, WalEntry } from './types.js'
+import type { GenerationFile, ShardManifest, WalEntry } from './types.js'
 
 /** Checks `options` of the open call `what` and opens the native reader of that shard. */
 function openShard<T>(
   what: string,
   location: Location,
-  options: ShardOptions,
-  open: (store: NativeObjectStore, shardId: string) => Promise<T>,
+  options: ShardOptions | undefined,
+  open: (store: NativeObjectStore, shard: string) => Promise<T>,
 ): Promise<T> {
-  const { shardId, storage, deadline } = shardOptionsOf(what, options)
+  const { shard, storage, deadline } = shardOptionsOf(what, options)
   const store = nativeStore(location, storage)
   // A handle opened after the caller stopped waiting holds nothing (readers never claim): it
   // is dropped.
-  return withDeadline(what, deadline, () => call(() => open(store, shardId)))
+  return withDeadline(what, deadline, () => call(() => open(store, shard)))
 }
 
 /** Throws a {@link ClosedError} if the handle `what` was closed. */
@@ -45,19 +45,42 @@ export class ShardReader {
   }
 
   /**
-   * Opens a shard for reading.
+   * Opens a shard for reading: `options.shard` (a name), `options.shardId`, or the shard named
+   * `'default'` if neither is given.
    * @throws {InvalidArgumentError} if there is no such shard at the location
    * @throws {TimeoutError} if the store did not answer within its budgets, or `timeoutMs` passed
    * @throws {AbortError} if `options.signal` aborted the open
    */
-  static async open(location: Location, options: ShardOptions): Promise<ShardReader> {
+  static async open(location: Location, options?: ShardOptions): Promise<ShardReader> {
     return new ShardReader(await openShard('ShardReader.open', location, options, NativeShardReader.open))
+  }
+
+  /** The shard id (a UUID). */
+  get shardId(): string {
+    return this.#native.shardId
+  }
+
+  /** The shard's name, as its manifest recorded it at open; `null` for a shard only ever opened by id. */
+  get shardName(): string | null {
+    return this.#native.shardName ?? null
   }
 
   /** Every recoverable row: the flushed generations, then the WAL after the replay cursor. */
   async scan(): Promise<Table> {
     requireOpen(this.#closed, 'ShardReader')
     return tableFromIPC(await call(() => this.#native.scan()))
+  }
+
+  /**
+   * The committed generation files, oldest first, as the latest manifest lists them: what to
+   * hand DuckDB, pyarrow or Polars. Never read a glob of the shard's folder instead: it can also
+   * match a generation whose flush did not reach the manifest, whose rows are then counted
+   * twice. Rows after the replay cursor are only in the WAL; {@link ShardReader.scan} includes
+   * them.
+   */
+  async files(): Promise<GenerationFile[]> {
+    requireOpen(this.#closed, 'ShardReader')
+    return call(() => this.#native.generationFiles())
   }
 
   /** The latest manifest. */
@@ -94,7 +117,7 @@ export class WalTailer {
    * @throws {TimeoutError} if `options.timeoutMs` passed
    * @throws {AbortError} if `options.signal` aborted the open
    */
-  static async open(location: Location, options: ShardOptions): Promise<WalTailer> {
+  static async open(location: Location, options?: ShardOptions): Promise<WalTailer> {
     return new WalTailer(await openShard('WalTailer.open', location, options, NativeWalTailer.open))
   }
 

@@ -120,10 +120,32 @@ export class ObjectStore {
     return this.#native.location
   }
 
-  /** Ids of the shards present in this store. */
-  async listShards(): Promise<string[]> {
-    return call(() => this.#native.listShards())
+  /**
+   * The shards in this store, sorted by id, each with its name (`null` for a shard only ever
+   * opened by id). A shard folder without a manifest (a first open cut off before it wrote one)
+   * holds nothing and is not listed: see {@link ObjectStore.listIncompleteShards}.
+   */
+  async listShards(): Promise<ShardInfo[]> {
+    const listing = await call(() => this.#native.listShards())
+    return listing.shards.map(({ id, name }) => ({ id, name: name ?? null }))
   }
+
+  /**
+   * Ids of the shard folders in this store that have no manifest: a first open cut off before
+   * it wrote one. They hold nothing acknowledged; readers skip them, and `memwal inspect` notes
+   * them.
+   */
+  async listIncompleteShards(): Promise<string[]> {
+    return (await call(() => this.#native.listShards())).incomplete
+  }
+}
+
+/** A shard in an {@link ObjectStore}, from {@link ObjectStore.listShards}. */
+export interface ShardInfo {
+  /** The shard id (a UUID). */
+  id: string
+  /** The shard's name; `null` for a shard only ever opened by id. */
+  name: string | null
 }
 
 /**

@@ -9,6 +9,7 @@ import type { WriteResult } from '../native.js'
 
 export type {
   FlushedGeneration,
+  GenerationFile,
   MemTableStats,
   OpenStats,
   WalStats,

@@ -107,6 +107,14 @@ export class ShardWriter {
     return this.#native.shardId
   }
 
+  /**
+   * The shard's name, as its manifest records it (`'default'` for a shard opened with neither
+   * `shard` nor `shardId`); `null` for a shard only ever opened by id.
+   */
+  get shardName(): string | null {
+    return this.#native.shardName ?? null
+  }
+
   /** The epoch this writer claimed (higher than every previous writer's). */
   get epoch(): number {
     return this.#native.epoch

@@ -8,6 +8,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::shard::{ShardName, ShardRef, quoted};
 
 /// Upper bound on `max_memtable_batches` (a BatchStore allocates its slots as batches arrive,
 /// so the bound costs no memory up front).
@@ -27,8 +28,9 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 /// fields; [`WriterConfig::validate`] runs on open.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterConfig {
-    /// The shard to write. Default: a new random UUID v4 (a fresh shard).
-    pub shard_id: Option<Uuid>,
+    /// The shard to write, by name or by id. Default (`None`): the shard named
+    /// [`crate::shard::DEFAULT_SHARD_NAME`], so that reopening a location reopens its shard.
+    pub shard: Option<ShardRef>,
     /// Durable mode. `true` (default): `put` resolves only after the WAL entry covering its
     /// rows is persisted (about one object PUT of latency, shared by concurrent puts).
     /// `false`: `put` resolves after the in-memory insert; the WAL is written by the ticker,
@@ -83,7 +85,7 @@ pub struct WriterConfig {
 impl Default for WriterConfig {
     fn default() -> Self {
         WriterConfig {
-            shard_id: None,
+            shard: None,
             durable_write: true,
             enable_memtable: true,
             max_wal_buffer_size: 10 * 1024 * 1024,
@@ -196,7 +198,7 @@ impl std::fmt::Display for OptionValue {
             OptionValue::Null => f.write_str("null"),
             OptionValue::Bool(b) => write!(f, "{b}"),
             OptionValue::Number(n) => write!(f, "{n}"),
-            OptionValue::Text(t) => write!(f, "{t:?}"),
+            OptionValue::Text(t) => f.write_str(&quoted(t)),
         }
     }
 }
@@ -205,9 +207,13 @@ type SetOption = fn(&mut WriterConfig, &str, &OptionValue) -> Result<()>;
 
 /// Every option a host can set, by its camelCase name; see [`WriterConfig::set_host_option`].
 static HOST_OPTIONS: &[(&str, SetOption)] = &[
+    ("shard", |c, name, v| {
+        let shard = ShardName::parse(&text(name, v)?)?;
+        set_shard(c, ShardRef::Name(shard))
+    }),
     ("shardId", |c, name, v| {
-        c.shard_id = Some(shard_id(name, v)?);
-        Ok(())
+        let id = shard_id(name, v)?;
+        set_shard(c, ShardRef::Id(id))
     }),
     ("durableWrite", |c, name, v| {
         c.durable_write = boolean(name, v)?;
@@ -287,17 +293,34 @@ fn boolean(name: &str, v: &OptionValue) -> Result<bool> {
     }
 }
 
-fn shard_id(name: &str, v: &OptionValue) -> Result<Uuid> {
+fn text(name: &str, v: &OptionValue) -> Result<String> {
     match v {
-        OptionValue::Text(s) => Uuid::parse_str(s).map_err(|_| {
-            Error::invalid(format!(
-                "{name} {s:?} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)"
-            ))
-        }),
+        OptionValue::Text(s) => Ok(s.clone()),
         v => Err(Error::invalid(format!(
             "invalid option {name}: expected a string, got {v}"
         ))),
     }
+}
+
+fn shard_id(name: &str, v: &OptionValue) -> Result<Uuid> {
+    let s = text(name, v)?;
+    Uuid::parse_str(&s).map_err(|_| {
+        Error::invalid(format!(
+            "{name} {} is not a UUID; pass the id of an existing shard (e.g. writer.shardId), or a name as shard",
+            quoted(&s)
+        ))
+    })
+}
+
+/// A shard given once, by name or by id: both would leave one of them ignored.
+fn set_shard(c: &mut WriterConfig, shard: ShardRef) -> Result<()> {
+    if c.shard.is_some() {
+        return Err(Error::invalid(
+            "invalid options: pass either shard (a name) or shardId (a UUID), not both",
+        ));
+    }
+    c.shard = Some(shard);
+    Ok(())
 }
 
 /// Exponential backoff at one slot: `base × 2^(attempt−1)`, capped at 5 s (reference §3.2).
@@ -331,6 +354,33 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_is_given_by_name_or_by_id_never_both() {
+        let text = |s: &str| OptionValue::Text(s.to_string());
+        let mut c = WriterConfig::default();
+        assert_eq!(c.shard, None);
+        c.set_host_option("shard", &text("events")).unwrap();
+        assert_eq!(c.shard, Some(ShardRef::parse("events").unwrap()));
+        let e = c
+            .set_host_option("shardId", &text("550e8400-e29b-41d4-a716-446655440000"))
+            .unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+
+        let mut c = WriterConfig::default();
+        let e = c.set_host_option("shard", &text("")).unwrap_err();
+        assert!(e.to_string().contains("is empty"), "{e}");
+        let e = c.set_host_option("shardId", &text("events")).unwrap_err();
+        assert!(e.to_string().contains("not a UUID"), "{e}");
+        let e = c
+            .set_host_option("shardId", &text(&"z".repeat(10_000)))
+            .unwrap_err();
+        assert!(e.to_string().len() < 300, "{e}");
+        let e = c
+            .set_host_option("durableWrite", &text(&"z".repeat(10_000)))
+            .unwrap_err();
+        assert!(e.to_string().len() < 300, "{e}");
+    }
 
     #[test]
     fn host_options_set_their_fields_and_name_bad_values() {

@@ -28,6 +28,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod reader;
 pub mod request_id;
+pub mod shard;
 pub mod stats;
 pub mod store;
 pub mod wal;
@@ -41,8 +42,11 @@ pub use flush::DurableWatcher;
 pub use holder::ShardHolder;
 pub use manifest::{FlushedGeneration, ShardManifest};
 pub use memtable::WalProgress;
-pub use reader::{ScanResult, ShardReader, WalTailer};
+pub use reader::{
+    GenerationFile, ListedShard, ScanResult, ShardListing, ShardReader, WalTailer, list_shards,
+};
 pub use request_id::{PutRecord, RequestId};
+pub use shard::{DEFAULT_SHARD_NAME, ShardName, ShardRef};
 pub use stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 pub use store::Store;
 pub use wal::{WalEntry, WalPosition};

@@ -13,6 +13,8 @@
 //! - `writer_host` (1004), `writer_pid` (1005), `claimed_at_ms` (1006): the host, process and
 //!   time of the epoch's claim, with `writer_id` the [`ShardHolder`] a fence error names (see
 //!   `holder`). Optional: a manifest written before them has no holder, reported as unknown;
+//! - `shard_name` (1007): the shard's name, for a shard opened by name (its id is derived from
+//!   the name: see [`crate::shard`]); absent for a shard opened by id;
 //! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file;
 //!   `request_ids_newest_ms` (1002) and `request_ids_checksum` (1003): present when the
 //!   generation's directory holds `request_ids.json` (the request ids of its puts, see
@@ -153,6 +155,9 @@ pub struct ShardManifest {
     /// memwal: when this epoch was claimed, in milliseconds since the Unix epoch.
     #[prost(uint64, optional, tag = "1006")]
     pub claimed_at_ms: Option<u64>,
+    /// memwal: the shard's name, if it was opened by name.
+    #[prost(string, optional, tag = "1007")]
+    pub shard_name: Option<String>,
 }
 
 impl ShardManifest {
@@ -281,18 +286,45 @@ pub(crate) fn check_same_schema(shard: Uuid, stored: &Schema, given: &Schema) ->
     Ok(())
 }
 
+/// The first field names of `s`, for a message: a schema of thousands of fields must not make
+/// one of thousands of names.
 fn field_names(s: &Schema) -> String {
-    s.fields()
+    const SHOWN: usize = 10;
+    let names: Vec<&str> = s
+        .fields()
         .iter()
+        .take(SHOWN)
         .map(|f| f.name().as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    match s.fields().len().saturating_sub(SHOWN) {
+        0 => names.join(", "),
+        more => format!("{}, and {more} more", names.join(", ")),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow_schema::{DataType, Field};
+
+    #[test]
+    fn a_schema_mismatch_names_a_few_fields_not_thousands() {
+        let wide = Schema::new(
+            (0..2000)
+                .map(|i| Field::new(format!("c{i}"), DataType::Int32, true))
+                .collect::<Vec<_>>(),
+        );
+        let narrow = Schema::new(vec![Field::new("id", DataType::Int32, false)]);
+        let e = check_same_schema(Uuid::nil(), &wide, &narrow)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, and 1990 more"),
+            "{e}"
+        );
+        assert!(e.len() < 400, "{e}");
+        assert!(e.contains("but 1 were given (id)"), "{e}");
+    }
 
     #[test]
     fn schema_round_trips() {

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
+use crate::shard::ShardRef;
 use crate::store::{ShardPaths, Store};
 use crate::wal::{self, WalEntry};
 
@@ -100,12 +101,74 @@ pub(crate) async fn read_generation(
     Ok(out)
 }
 
+/// A committed generation file, from [`ShardReader::generation_files`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerationFile {
+    /// The generation number.
+    pub generation: u64,
+    /// Rows it holds, as the manifest records them.
+    pub rows: Option<u64>,
+    /// Where other tools open it: a file path in a local store, `s3://bucket/key` (or `gs://`,
+    /// `az://`) in an object store.
+    pub uri: String,
+    /// Its object path in the store.
+    pub object: String,
+}
+
+/// A shard found by [`list_shards`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedShard {
+    /// The shard's id.
+    pub id: Uuid,
+    /// Its name, as its latest manifest records it (`None` for a shard only ever opened by id,
+    /// or one whose manifest cannot be read: opening it reports why).
+    pub name: Option<String>,
+}
+
+/// What a store holds, from [`list_shards`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardListing {
+    /// Shards with a manifest, by id.
+    pub shards: Vec<ListedShard>,
+    /// Shard folders with no manifest, by id: a first open cut off before it wrote one. They
+    /// hold nothing acknowledged; readers skip them.
+    pub incomplete: Vec<Uuid>,
+}
+
+/// The shards in `store`, with their names, and the shard folders that have no manifest.
+pub async fn list_shards(store: &Store) -> Result<ShardListing> {
+    use futures::StreamExt;
+    let ids = store.list_shards().await?;
+    let found: Vec<Result<(Uuid, Option<Option<String>>)>> = futures::stream::iter(ids)
+        .map(|id| async move {
+            let manifests = ManifestStore::new(store.clone(), store.shard_paths(id));
+            match manifests.read_latest().await {
+                Ok(Some(m)) => Ok((id, Some(m.shard_name))),
+                Ok(None) => Ok((id, None)),
+                Err(e) if e.code() == ErrorCode::Corrupt => Ok((id, Some(None))),
+                Err(e) => Err(e),
+            }
+        })
+        .buffered(16)
+        .collect()
+        .await;
+    let mut listing = ShardListing::default();
+    for f in found {
+        match f? {
+            (id, Some(name)) => listing.shards.push(ListedShard { id, name }),
+            (id, None) => listing.incomplete.push(id),
+        }
+    }
+    Ok(listing)
+}
+
 /// A read-only view of one shard. See the module docs.
 #[derive(Debug, Clone)]
 pub struct ShardReader {
     store: Store,
     paths: ShardPaths,
     manifests: ManifestStore,
+    name: Option<String>,
 }
 
 /// What a [`ShardReader::scan`] returns.
@@ -118,26 +181,34 @@ pub struct ScanResult {
 }
 
 impl ShardReader {
-    /// Opens shard `shard_id` in `store`. Fails if it has no manifest.
-    pub async fn open(store: Store, shard_id: Uuid) -> Result<Self> {
-        let paths = store.shard_paths(shard_id);
+    /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`. Fails if it has no manifest.
+    pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
+        let shard = shard.into();
+        let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
-        if manifests.read_latest().await?.is_none() {
+        let Some(manifest) = manifests.read_latest().await? else {
             return Err(Error::invalid(format!(
-                "no shard {shard_id} at {}: it has no manifest. Check the location and the shard id",
+                "no shard {shard} at {}: it has no manifest. Check the location and the shard's name or id",
                 store.location()
             )));
-        }
+        };
         Ok(ShardReader {
             store,
             paths,
             manifests,
+            name: manifest.shard_name,
         })
     }
 
     /// The shard id.
     pub fn shard_id(&self) -> Uuid {
         self.paths.shard_id()
+    }
+
+    /// The shard's name, as its manifest recorded it at open (`None` for a shard only ever
+    /// opened by id).
+    pub fn shard_name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// The latest manifest.
@@ -148,6 +219,27 @@ impl ShardReader {
                 self.shard_id()
             ))
         })
+    }
+
+    /// The committed generation files, oldest first, as the latest manifest lists them: what
+    /// another tool should read (never a glob, which can also match a generation whose flush
+    /// did not reach the manifest). Rows after the replay cursor are only in the WAL; `scan`
+    /// includes them.
+    pub async fn generation_files(&self) -> Result<Vec<GenerationFile>> {
+        let manifest = self.manifest().await?;
+        Ok(manifest
+            .flushed_generations
+            .iter()
+            .map(|g| {
+                let object = self.paths.generation_file(&g.path);
+                GenerationFile {
+                    generation: g.generation,
+                    rows: g.physical_rows,
+                    uri: self.store.uri_of(&object),
+                    object: object.to_string(),
+                }
+            })
+            .collect())
     }
 
     /// Every row a new writer would recover, in insertion order: the flushed generations of
@@ -200,9 +292,10 @@ pub struct WalTailer {
 }
 
 impl WalTailer {
-    /// A tailer over shard `shard_id` in `store` (which need not have any entry yet).
-    pub async fn open(store: Store, shard_id: Uuid) -> Result<Self> {
-        let paths = store.shard_paths(shard_id);
+    /// A tailer over `shard` (a [`ShardRef`], or a shard id) in `store` (which need not have
+    /// any entry yet).
+    pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
+        let paths = store.shard_paths(shard.into().id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         Ok(WalTailer {
             store,

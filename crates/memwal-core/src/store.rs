@@ -146,6 +146,10 @@ pub struct Store {
     root: Path,
     faults: Arc<Faults>,
     location: String,
+    /// What an object's path is appended to for a location other tools can open
+    /// ([`Store::uri_of`]): the local directory, `memory://NAME`, or `scheme://bucket` (never
+    /// the credentials a location URI may carry).
+    object_base: String,
     /// Whether conditional create must be verified before a writer trusts this store (every
     /// store but memwal's own local and in-memory ones), and whether it was.
     create_check: Arc<tokio::sync::OnceCell<()>>,
@@ -306,6 +310,7 @@ impl Store {
         location: impl Into<String>,
         faults: Arc<Faults>,
     ) -> Self {
+        let location: String = location.into();
         #[cfg(feature = "testing")]
         let object_store: Arc<dyn ObjectStore> = Arc::new(faults::FaultInjectingStore::new(
             object_store,
@@ -315,7 +320,8 @@ impl Store {
             object_store,
             root,
             faults,
-            location: location.into(),
+            object_base: location.clone(),
+            location,
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
             local: None,
@@ -407,12 +413,25 @@ impl Store {
         &self.location
     }
 
+    /// Where another tool (DuckDB, pyarrow, Polars) finds the object at `path`: a file path in
+    /// a local store, `s3://bucket/key` (or `gs://`, `az://`) in an object store, without any
+    /// credentials the store's location carries.
+    pub fn uri_of(&self, path: &Path) -> String {
+        format!("{}/{path}", self.object_base.trim_end_matches('/'))
+    }
+
+    /// Sets what [`Store::uri_of`] appends object paths to.
+    pub(crate) fn set_object_base(&mut self, base: String) {
+        self.object_base = base;
+    }
+
     /// The paths of one shard in this store.
     pub fn shard_paths(&self, shard_id: Uuid) -> ShardPaths {
         ShardPaths::new(&self.root, shard_id)
     }
 
-    /// Shard ids with a `_mem_wal/<uuid>/` directory in this store.
+    /// Shard ids with a `_mem_wal/<uuid>/` directory in this store, sorted, whether or not it
+    /// holds a manifest (see [`crate::reader::list_shards`] for shards and their names).
     pub async fn list_shards(&self) -> Result<Vec<Uuid>> {
         let prefix = self.root.clone().join(MEM_WAL_DIR);
         let listing = self

@@ -58,7 +58,7 @@ impl std::fmt::Debug for ShardWriter {
 }
 
 impl ShardWriter {
-    /// Opens the writer of shard `config.shard_id` (a new shard if `None`) in `store`.
+    /// Opens the writer of shard `config.shard` (the shard named `default` if `None`) in `store`.
     ///
     /// Claims the next epoch (fencing any previous writer), writes a fence sentinel at the WAL
     /// tip when a previous writer may exist, replays the WAL into MemTables, and starts the
@@ -81,6 +81,12 @@ impl ShardWriter {
     /// The shard this writer owns.
     pub fn shard_id(&self) -> uuid::Uuid {
         self.inner.shard_id
+    }
+
+    /// The shard's name, as its manifest records it (`None` for a shard only ever opened by
+    /// id).
+    pub fn shard_name(&self) -> Option<&str> {
+        self.inner.shard_name.as_deref()
     }
 
     /// The epoch this writer claimed.

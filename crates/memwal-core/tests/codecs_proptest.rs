@@ -220,6 +220,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
             proptest::option::of("\\PC{0,40}"),
             proptest::option::of(any::<u32>()),
             proptest::option::of(any::<u64>()),
+            proptest::option::of("\\PC{0,40}"),
         ),
     )
         .prop_map(
@@ -227,7 +228,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 (version, writer_epoch, replay, last_seen, current_generation),
                 flushed_generations,
                 (shard_spec_id, shard_id, status, arrow_schema, writer_id),
-                (writer_host, writer_pid, claimed_at_ms),
+                (writer_host, writer_pid, claimed_at_ms, shard_name),
             )| ShardManifest {
                 shard_id: shard_id.map(|u| ProtoUuid { uuid: u.to_vec() }),
                 version,
@@ -245,6 +246,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 writer_host,
                 writer_pid,
                 claimed_at_ms,
+                shard_name,
             },
         )
 }

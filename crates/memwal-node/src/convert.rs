@@ -16,9 +16,8 @@ use memwal_core::{
 };
 use napi::bindgen_prelude::{Either4, Null, Object};
 use napi_derive::napi;
-use uuid::Uuid;
 
-use crate::error::{IntoNapi, invalid};
+use crate::error::IntoNapi;
 
 /// The core config from the options object of `ShardWriter.open` (type-checked by
 /// `lib/options.ts`): every key is handed to [`WriterConfig::set_host_option`], which holds the
@@ -39,14 +38,6 @@ pub fn writer_config(options: &Object) -> napi::Result<WriterConfig> {
 }
 
 /// Parses a shard id.
-pub fn shard_uuid(s: &str) -> napi::Result<Uuid> {
-    Uuid::parse_str(s).map_err(|_| {
-        invalid(format!(
-            "shardId {s:?} is not a UUID; pass the id of an existing shard (e.g. writer.shardId)"
-        ))
-    })
-}
-
 /// A duration as JavaScript milliseconds.
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -311,6 +302,8 @@ impl From<&FlushedGeneration> for NativeFlushedGeneration {
 pub struct NativeManifest {
     /// The shard id (a UUID); `null` if the manifest does not record one.
     pub shard_id: Option<String>,
+    /// The shard's name; `null` for a shard only ever opened by id.
+    pub shard_name: Option<String>,
     /// Manifest version: 1 for the first, +1 for every commit.
     pub version: f64,
     /// The fencing token: the epoch of the latest writer to claim the shard.
@@ -349,6 +342,7 @@ impl From<&ShardManifest> for NativeManifest {
     fn from(m: &ShardManifest) -> Self {
         NativeManifest {
             shard_id: m.shard_uuid().map(|u| u.to_string()),
+            shard_name: m.shard_name.clone(),
             version: m.version as f64,
             writer_epoch: m.writer_epoch as f64,
             replay_after_wal_entry_position: m.replay_after_wal_entry_position as f64,

@@ -1,16 +1,16 @@
 //! `NativeShardReader` and `NativeWalTailer`: thin shells over the core's read-only handles.
 
-use memwal_core::{ShardReader, WalTailer};
+use memwal_core::{ShardReader, ShardRef, WalTailer};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, PromiseRaw};
 use napi_derive::napi;
 
-use crate::convert::{NativeManifest, shard_uuid};
+use crate::convert::NativeManifest;
 use crate::error::{IntoNapi, invalid};
 use crate::ipc;
 use crate::store::NativeObjectStore;
 
-/// The static `open(store, shardId)` of the read-only handle class `$native { inner: $core }`:
+/// The static `open(store, shard)` (a shard's name, or its id) of the read-only handle class `$native { inner: $core }`:
 /// it opens the core's handle of that shard off the JavaScript thread. Both handles open the
 /// same way, and napi-rs needs the factory declared on each class, so it is written once, here.
 /// `$doc` is the method's TypeScript documentation. It is a string, not a `///` comment:
@@ -25,13 +25,13 @@ macro_rules! open_read_handle {
             pub fn open<'env>(
                 env: &'env Env,
                 store: &NativeObjectStore,
-                shard_id: String,
+                shard: String,
             ) -> napi::Result<PromiseRaw<'env, $native>> {
                 let store = store.inner.clone();
-                let id = shard_uuid(&shard_id)?;
+                let shard = ShardRef::parse(&shard).napi()?;
                 env.spawn_future(async move {
                     Ok($native {
-                        inner: $core::open(store, id).await.napi()?,
+                        inner: $core::open(store, shard).await.napi()?,
                     })
                 })
             }
@@ -66,6 +66,55 @@ impl NativeShardReader {
     pub async fn manifest(&self) -> napi::Result<NativeManifest> {
         Ok((&self.inner.manifest().await.napi()?).into())
     }
+
+    /// The committed generation files, oldest first, as the latest manifest lists them.
+    #[napi(catch_unwind)]
+    pub async fn generation_files(&self) -> napi::Result<Vec<NativeGenerationFile>> {
+        Ok(self
+            .inner
+            .generation_files()
+            .await
+            .napi()?
+            .into_iter()
+            .map(|f| NativeGenerationFile {
+                generation: f.generation as f64,
+                rows: f.rows.map(|r| r as f64),
+                uri: f.uri,
+                object: f.object,
+            })
+            .collect())
+    }
+
+    /// The shard id (UUID).
+    #[napi(getter)]
+    pub fn shard_id(&self) -> String {
+        self.inner.shard_id().to_string()
+    }
+
+    /// The shard's name as its manifest recorded it at open; `null` for a shard only ever
+    /// opened by id.
+    #[napi(getter)]
+    pub fn shard_name(&self) -> Option<String> {
+        self.inner.shard_name().map(str::to_string)
+    }
+}
+
+/// A committed generation file, as `ShardReader.files()` returns it.
+#[napi(
+    object,
+    object_from_js = false,
+    use_nullable = true,
+    js_name = "GenerationFile"
+)]
+pub struct NativeGenerationFile {
+    /// The generation number.
+    pub generation: f64,
+    /// Rows it holds, as the manifest records them (`null` if it does not).
+    pub rows: Option<f64>,
+    /// Where other tools open it: a file path, or `s3://bucket/key` (`gs://`, `az://`).
+    pub uri: String,
+    /// Its object path in the store.
+    pub object: String,
 }
 
 /// One WAL entry.

@@ -89,16 +89,38 @@ impl NativeObjectStore {
         self.inner.faults().wal_put_attempts() as f64
     }
 
-    /// Shard ids present in this store.
+    /// The shards in this store (with a manifest), and the shard folders without one.
     #[napi(catch_unwind)]
-    pub async fn list_shards(&self) -> napi::Result<Vec<String>> {
-        Ok(self
-            .inner
-            .list_shards()
-            .await
-            .napi()?
-            .into_iter()
-            .map(|u| u.to_string())
-            .collect())
+    pub async fn list_shards(&self) -> napi::Result<NativeShardListing> {
+        let listing = memwal_core::list_shards(&self.inner).await.napi()?;
+        Ok(NativeShardListing {
+            shards: listing
+                .shards
+                .into_iter()
+                .map(|s| NativeListedShard {
+                    id: s.id.to_string(),
+                    name: s.name,
+                })
+                .collect(),
+            incomplete: listing.incomplete.iter().map(ToString::to_string).collect(),
+        })
     }
+}
+
+/// A shard in a store.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct NativeListedShard {
+    /// The shard id (a UUID).
+    pub id: String,
+    /// The shard's name; `null` for a shard only ever opened by id.
+    pub name: Option<String>,
+}
+
+/// What `listShards` found.
+#[napi(object, object_from_js = false)]
+pub struct NativeShardListing {
+    /// Shards with a manifest, sorted by id.
+    pub shards: Vec<NativeListedShard>,
+    /// Ids of shard folders with no manifest (a first open cut off before writing one).
+    pub incomplete: Vec<String>,
 }

@@ -112,6 +112,12 @@ impl NativeShardWriter {
         self.inner.shard_id().to_string()
     }
 
+    /// The shard's name as its manifest records it; `null` for a shard only ever opened by id.
+    #[napi(getter)]
+    pub fn shard_name(&self) -> Option<String> {
+        self.inner.shard_name().map(str::to_string)
+    }
+
     /// The claimed epoch.
     #[napi(getter)]
     pub fn epoch(&self) -> f64 {

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::{ProtoUuid, ShardManifest, ShardStatus, check_same_schema, encode_schema};
 use crate::error::{Error, Result};
+use crate::shard::ShardName;
 use crate::store::{CreateOutcome, ShardPaths, Store};
 
 /// Where a manifest version came from and what it says.
@@ -188,17 +189,20 @@ impl ManifestStore {
     /// shard recorded with a different schema fails with `SchemaMismatch` before claiming.
     pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
         let latest = self.read_latest().await?;
-        self.claim_epoch_after(latest, schema, writer_id).await
+        self.claim_epoch_after(latest, schema, writer_id, None)
+            .await
     }
 
     /// [`ManifestStore::claim_epoch`] from `latest`, the newest manifest its caller has just
     /// read (so the caller can start other reads from it while the claim writes); a version race
-    /// re-reads it.
+    /// re-reads it. `name`, the shard's name if it was opened by one, is recorded (a manifest
+    /// keeps the name it has).
     pub async fn claim_epoch_after(
         &self,
         latest: Option<ShardManifest>,
         schema: &Schema,
         writer_id: &str,
+        name: Option<&ShardName>,
     ) -> Result<ShardManifest> {
         let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
         let mut latest = Some(latest);
@@ -236,6 +240,10 @@ impl ManifestStore {
                 },
             };
             let mut next = next;
+            if let Some(name) = name {
+                next.shard_name
+                    .get_or_insert_with(|| name.as_str().to_string());
+            }
             next.writer_id = writer_id.to_string();
             next.record_claim();
             next.checksum = None;

@@ -175,8 +175,10 @@ pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Res
             ))
         })?;
     let object_store = backend.open(&location)?;
+    let base = format!("{scheme}://{}", location.host);
     let mut store = Store::from_object_store(object_store, root, uri);
     store.set_best_effort_budget(Some(BEST_EFFORT_BUDGET));
+    store.set_object_base(base);
     Ok(store)
 }
 
@@ -185,6 +187,9 @@ pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Res
 struct Location<'a> {
     scheme: &'a str,
     uri: &'a str,
+    /// The bucket (or container, or `container@account` for `abfs://`) the URI names, without
+    /// credentials.
+    host: String,
     /// `client_max_retries`, if given.
     max_retries: Option<usize>,
     /// `client_retry_timeout`, if given.
@@ -209,6 +214,7 @@ impl<'a> Location<'a> {
         let mut location = Location {
             scheme,
             uri,
+            host: authority(&url),
             max_retries: None,
             retry_timeout: None,
             instance_credentials: false,
@@ -424,9 +430,46 @@ fn gcloud_default_credentials_exist() -> bool {
     })
 }
 
+/// The authority of `url` as another tool needs it to find an object: the host, with a user
+/// name (`abfss://container@account…`) but never a password (`s3://KEY:SECRET@bucket`: then the
+/// user name is a credential too).
+fn authority(url: &url::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match (url.username(), url.password()) {
+        (user, None) if !user.is_empty() => format!("{user}@{host}"),
+        _ => host.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn object_uris_name_the_bucket_and_never_credentials() {
+        for (uri, expected) in [
+            ("s3://bucket/pre/fix", "s3://bucket/pre/fix/_mem_wal/x"),
+            (
+                "s3://KEY:SECRET@bucket/pre/fix",
+                "s3://bucket/pre/fix/_mem_wal/x",
+            ),
+            ("gs://bucket/pre/fix", "gs://bucket/pre/fix/_mem_wal/x"),
+            (
+                "abfss://box@acct.dfs.core.windows.net/pre/fix",
+                "abfss://box@acct.dfs.core.windows.net/pre/fix/_mem_wal/x",
+            ),
+        ] {
+            let url = url::Url::parse(uri).unwrap();
+            let base = format!("{}://{}", url.scheme(), authority(&url));
+            let mut store = Store::memory();
+            store.set_object_base(base);
+            assert_eq!(
+                store.uri_of(&Path::from("pre/fix/_mem_wal/x")),
+                expected,
+                "{uri}"
+            );
+        }
+    }
 
     #[test]
     fn every_cloud_scheme_has_exactly_one_row() {

@@ -76,7 +76,8 @@ pub(crate) async fn open(
     }
     let started = Instant::now();
     store.check_conditional_create().await?;
-    let shard_id = config.shard_id.unwrap_or_else(Uuid::new_v4);
+    let shard = config.shard.clone().unwrap_or_default();
+    let shard_id = shard.id();
     let paths = store.shard_paths(shard_id);
     let manifests = ManifestStore::new(store.clone(), paths.clone());
     let writer_id = Uuid::new_v4().to_string();
@@ -94,7 +95,7 @@ pub(crate) async fn open(
     });
     let expected_epoch = latest.as_ref().map_or(1, |m| m.writer_epoch + 1);
     let (manifest, tip, staged) = tokio::try_join!(
-        manifests.claim_epoch_after(latest, &schema, &writer_id),
+        manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name()),
         wal::discover_tip(&store, &paths, hint),
         async {
             // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is not
@@ -181,6 +182,7 @@ pub(crate) async fn open(
     };
     let inner = Arc::new(WriterInner {
         shard_id,
+        shard_name: manifest.shard_name.clone(),
         writer_id: writer_id.clone(),
         epoch,
         schema: schema.clone(),

@@ -203,6 +203,8 @@ impl WriterState {
 #[derive(Debug)]
 pub(crate) struct WriterInner {
     pub shard_id: Uuid,
+    /// The name the manifest records (`None` for a shard only ever opened by id).
+    pub shard_name: Option<String>,
     pub writer_id: String,
     pub epoch: u64,
     pub config: WriterConfig,

@@ -123,7 +123,7 @@ impl With for WriterConfig {
 /// `config` bound to `shard`.
 pub fn on(shard: Uuid, config: WriterConfig) -> WriterConfig {
     WriterConfig {
-        shard_id: Some(shard),
+        shard: Some(shard.into()),
         ..config
     }
 }
