@@ -121,6 +121,8 @@ export declare class NativeWalTailer {
   static open(store: NativeObjectStore, shard: string): Promise<NativeWalTailer>
   /** The first position with no entry. */
   nextPosition(): Promise<number>
+  /** Rejects (CORRUPT) if the WAL has a hole: an empty slot below a written one. */
+  verify(): Promise<void>
   /** The entry at `position`, or null. */
   read(position: number): Promise<NativeWalEntry | null>
 }

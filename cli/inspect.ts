@@ -36,6 +36,7 @@ async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport
   const reader = await ShardReader.open(store, { shardId: shard.id })
   const m: ShardManifest = await reader.manifest()
   const tailer = await WalTailer.open(store, { shardId: shard.id })
+  await tailer.verify()
   const walTip = (await tailer.nextPosition()) - 1
   return {
     shardId: shard.id,

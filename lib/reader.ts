@@ -121,13 +121,31 @@ export class WalTailer {
     return new WalTailer(await openShard('WalTailer.open', location, options, NativeWalTailer.open))
   }
 
-  /** The first position with no entry; every position below it holds one. */
+  /**
+   * The first position with no entry; every position below it holds one.
+   * @throws {CorruptError} if that slot is a hole: empty, with an entry after it (found from
+   * the hole's last slot; {@link WalTailer.verify} checks the whole WAL)
+   */
   async nextPosition(): Promise<number> {
     requireOpen(this.#closed, 'WalTailer')
     return call(() => this.#native.nextPosition())
   }
 
-  /** The entry at `position` (≥ 1), or `null` if there is none. */
+  /**
+   * Checks the whole WAL for a hole, an empty slot below a written one (left by an entry deleted
+   * outside memwal), with one listing of the WAL.
+   * @throws {CorruptError} naming the first such slot
+   */
+  async verify(): Promise<void> {
+    requireOpen(this.#closed, 'WalTailer')
+    return call(() => this.#native.verify())
+  }
+
+  /**
+   * The entry at `position` (≥ 1), or `null` if there is none yet.
+   * @throws {CorruptError} if the slot is a hole (empty, with an entry after it), or holds a
+   * damaged entry or one that belongs elsewhere
+   */
   async read(position: number): Promise<WalEntry | null> {
     if (typeof position !== 'number') {
       throw new InvalidArgumentError(`read(position) expects a number, got ${describeValue(position)}`)

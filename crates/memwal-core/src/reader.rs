@@ -257,13 +257,17 @@ impl ShardReader {
         }
         let start = manifest.replay_after_wal_entry_position + 1;
         let mut wal_batches = Vec::new();
-        wal::read_run(&self.store, &self.paths, start, |entry| {
+        let first_empty = wal::read_run(&self.store, &self.paths, start, |entry| {
             if !entry.is_sentinel {
                 wal_batches.push(entry);
             }
             Ok(())
         })
         .await?;
+        // The run stops at an empty slot: the tip, unless the WAL has a hole there.
+        if let Some(gap) = wal::find_gap(&self.store, &self.paths, first_empty - 1).await? {
+            return Err(gap.error(&self.paths));
+        }
         for entry in wal_batches {
             let s = schema.get_or_insert_with(|| entry.schema.clone()).clone();
             for b in &entry.batches {
@@ -305,6 +309,10 @@ impl WalTailer {
     }
 
     /// The first position with no entry (the tip). Positions below it all hold entries.
+    ///
+    /// # Errors
+    /// `Corrupt` naming the slot if the first empty slot found has an entry after it (a hole
+    /// in the WAL, see [`crate::wal`]).
     pub async fn next_position(&self) -> Result<u64> {
         // The manifest is only a hint here: a damaged one must not stop a tailer from finding
         // the tip (it then probes from the start).
@@ -316,16 +324,42 @@ impl WalTailer {
             Err(e) if e.code() == ErrorCode::Corrupt => 0,
             Err(e) => return Err(e),
         };
-        wal::discover_tip(&self.store, &self.paths, hint).await
+        let tip = wal::discover_tip(&self.store, &self.paths, hint).await?;
+        match wal::hole_at(&self.store, &self.paths, tip).await? {
+            Some(gap) => Err(gap.error(&self.paths)),
+            None => Ok(tip),
+        }
     }
 
-    /// The entry at `position` (1-based), or `None` if there is none.
+    /// Checks the whole WAL for a hole (an empty slot below a written one) with one LIST: what
+    /// [`WalTailer::read`] and [`WalTailer::next_position`] only see where they look.
+    ///
+    /// # Errors
+    /// `Corrupt` naming the first such slot.
+    pub async fn verify(&self) -> Result<()> {
+        match wal::find_gap(&self.store, &self.paths, 0).await? {
+            Some(gap) => Err(gap.error(&self.paths)),
+            None => Ok(()),
+        }
+    }
+
+    /// The entry at `position` (1-based), or `None` if there is none yet.
+    ///
+    /// # Errors
+    /// `Corrupt` naming the slot if it is empty but the next one holds an entry (a hole in the
+    /// WAL, see [`crate::wal`]), or if the entry is damaged or belongs elsewhere.
     pub async fn read(&self, position: u64) -> Result<Option<WalEntry>> {
         if position == 0 {
             return Err(Error::invalid(
                 "WAL positions start at 1; position 0 holds no entry",
             ));
         }
-        wal::read_entry(&self.store, &self.paths, position).await
+        match wal::read_entry(&self.store, &self.paths, position).await? {
+            Some(entry) => Ok(Some(entry)),
+            None => match wal::hole_at(&self.store, &self.paths, position).await? {
+                Some(gap) => Err(gap.error(&self.paths)),
+                None => Ok(None),
+            },
+        }
     }
 }

@@ -12,6 +12,12 @@
 //! # Invariant
 //! A slot is written once, ever (put-if-not-exists), and entry `n + 1` is only attempted after
 //! entry `n` exists, so the WAL has no holes: the first missing position is the tip.
+//!
+//! Only something outside memwal can break this (an object deleted by hand or by a bucket
+//! lifecycle rule, a restore that missed one). Readers must not take such a hole for the tip:
+//! every entry after it would be silently dropped, and a writer would fill the hole and then
+//! collide with the entries after it. So a reader that stops at an empty slot checks that no
+//! later entry exists ([`find_gap`]), and reports a hole as `Corrupt` naming it.
 
 pub mod appender;
 pub mod entry;
@@ -83,7 +89,13 @@ pub async fn read_entry(
         )
     })?;
     bytes
-        .map(|b| entry::decode_entry(position, path.as_ref(), b))
+        .map(|b| {
+            let place = entry::EntryPlace {
+                shard: paths.shard_id(),
+                position,
+            };
+            entry::decode_entry(place, path.as_ref(), b)
+        })
         .transpose()
 }
 
@@ -108,6 +120,101 @@ pub async fn read_run(
                 None => return Ok(position),
             }
         }
+    }
+}
+
+/// The first hole after position `after`: an empty slot with an entry at a later position.
+/// `None` if the entries after `after` are gap-free. One LIST, plus one HEAD per empty slot that
+/// the listing shows below a listed entry (a listing is not a snapshot: an entry created while
+/// it ran may be missing from it, but never from a later HEAD, and entries are created in
+/// order, so an empty slot below an existing entry is a hole for good).
+pub async fn find_gap(store: &Store, paths: &ShardPaths, after: u64) -> Result<Option<Gap>> {
+    let listing = store
+        .list(&paths.wal_dir())
+        .await
+        .map_err(|e| Error::io(format!("listing the WAL of shard {}", paths.shard_id()), e))?;
+    let mut positions: Vec<u64> = listing
+        .iter()
+        .filter_map(|m| m.location.filename().and_then(parse_bitrev64_name))
+        .filter(|p| *p > after)
+        .collect();
+    positions.sort_unstable();
+    let Some(&last) = positions.last() else {
+        return Ok(None);
+    };
+    let mut expected = after + 1;
+    for p in positions {
+        while expected < p {
+            let exists = store
+                .exists(&paths.wal_entry(expected))
+                .await
+                .map_err(|e| {
+                    Error::io(
+                        format!(
+                            "probing WAL position {expected} of shard {}",
+                            paths.shard_id()
+                        ),
+                        e,
+                    )
+                })?;
+            if !exists {
+                return Ok(Some(Gap {
+                    missing: expected,
+                    last,
+                }));
+            }
+            expected += 1;
+        }
+        expected = p + 1;
+    }
+    Ok(None)
+}
+
+/// Whether the empty slot `position` is a hole rather than the tip, judged by its successor
+/// alone (two HEADs; what a poller at the tip can afford, where [`find_gap`] lists the WAL):
+/// a hole of more than one slot is only found from its last slot.
+pub async fn hole_at(store: &Store, paths: &ShardPaths, position: u64) -> Result<Option<Gap>> {
+    let exists = |p: u64| async move {
+        store.exists(&paths.wal_entry(p)).await.map_err(|e| {
+            Error::io(
+                format!("probing WAL position {p} of shard {}", paths.shard_id()),
+                e,
+            )
+        })
+    };
+    // The successor first: entries are created in order, so if `position` is still empty
+    // after its successor was seen, it is empty for good.
+    if exists(position + 1).await? && !exists(position).await? {
+        return Ok(Some(Gap {
+            missing: position,
+            last: position + 1,
+        }));
+    }
+    Ok(None)
+}
+
+/// A hole in a WAL: `missing` is empty although entries exist up to `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// The first empty position below a written one.
+    pub missing: u64,
+    /// The last written position seen.
+    pub last: u64,
+}
+
+impl Gap {
+    /// The `Corrupt` error that reports this hole in the WAL of `paths`.
+    pub fn error(self, paths: &ShardPaths) -> Error {
+        Error::corrupt(
+            paths.wal_entry(self.missing).as_ref(),
+            format!(
+                "WAL entry {} of shard {} is missing, but an entry exists at position {}: the WAL has a hole (an object deleted outside memwal?). Nothing after it is read or replayed, and no writer can open the shard, until the entry is restored",
+                self.missing,
+                paths.shard_id(),
+                self.last
+            ),
+            None,
+        )
     }
 }
 

@@ -19,13 +19,21 @@ use bytes::Bytes;
 use memwal_core::ErrorCode;
 use memwal_core::manifest::{FlushedGeneration, ManifestStore, ProtoUuid, ShardManifest};
 use memwal_core::store::{CreateOutcome, Store, bitrev64_name, parse_bitrev64_name};
-use memwal_core::wal::entry::{decode_entry, encode_entry, encode_sentinel};
+use memwal_core::wal::entry::{EntryPlace, decode_entry, encode_entry, encode_sentinel};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use uuid::Uuid;
+
+/// Slot `position` of a shard none of these entries names (they are encoded without a place).
+fn anywhere(position: u64) -> EntryPlace {
+    EntryPlace {
+        shard: Uuid::nil(),
+        position,
+    }
+}
 
 fn config() -> ProptestConfig {
     let cases = if std::env::var("MEMWAL_PROPTEST_LONG").is_ok_and(|v| v == "1") {
@@ -149,7 +157,7 @@ fn apply(bytes: &[u8], edits: &[Edit]) -> Vec<u8> {
 
 /// Decoding `bytes` as a WAL entry returns `Ok` or `Corrupt` naming the object.
 fn decodes_or_is_corrupt(bytes: Vec<u8>) -> Result<(), TestCaseError> {
-    if let Err(e) = decode_entry(7, OBJECT, Bytes::from(bytes)) {
+    if let Err(e) = decode_entry(anywhere(7), OBJECT, Bytes::from(bytes)) {
         prop_assert_eq!(e.code(), ErrorCode::Corrupt, "{}", e);
         prop_assert!(e.to_string().contains(OBJECT), "{}", e);
     }
@@ -288,7 +296,7 @@ proptest! {
     #[test]
     fn wal_entries_round_trip(epoch in any::<u64>(), position in 1u64.., batches in batches()) {
         let bytes = encode_entry(epoch, &batches).unwrap();
-        let e = decode_entry(position, OBJECT, bytes).unwrap();
+        let e = decode_entry(anywhere(position), OBJECT, bytes).unwrap();
         prop_assert_eq!(e.position, position);
         prop_assert_eq!(e.writer_epoch, epoch);
         prop_assert!(!e.is_sentinel);
@@ -300,7 +308,7 @@ proptest! {
     /// Every fence sentinel decodes to its epoch and no batches.
     #[test]
     fn fence_sentinels_round_trip(epoch in any::<u64>()) {
-        let e = decode_entry(3, OBJECT, encode_sentinel(epoch).unwrap()).unwrap();
+        let e = decode_entry(anywhere(3), OBJECT, encode_sentinel(epoch).unwrap()).unwrap();
         prop_assert!(e.is_sentinel);
         prop_assert_eq!(e.writer_epoch, epoch);
         prop_assert!(e.batches.is_empty());
@@ -332,7 +340,7 @@ proptest! {
     ) {
         let bytes = encode_entry(epoch, &batches).unwrap();
         let damaged = apply(&bytes, &edits);
-        match decode_entry(7, OBJECT, Bytes::from(damaged)) {
+        match decode_entry(anywhere(7), OBJECT, Bytes::from(damaged)) {
             Ok(e) => {
                 // Only the schema message may be hit harmlessly (say, a field name): the
                 // checksum covers the epoch text and every byte after the schema message.
@@ -360,7 +368,7 @@ proptest! {
     ) {
         let bytes = encode_entry(epoch, &batches).unwrap();
         let damaged = apply(&bytes, &[Edit::Xor(at, xor)]);
-        let e = decode_entry(7, OBJECT, Bytes::from(damaged)).unwrap_err();
+        let e = decode_entry(anywhere(7), OBJECT, Bytes::from(damaged)).unwrap_err();
         prop_assert_eq!(e.code(), ErrorCode::Corrupt, "{}", e);
     }
 

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memwal_core::store::parse_bitrev64_name;
-use memwal_core::wal::entry::decode_entry;
+use memwal_core::wal::entry::{EntryPlace, decode_entry};
 use memwal_core::{Error, ErrorCode, FenceReason, ShardWriter, WriterConfig};
 use object_store::path::Path;
 use object_store::{GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, PutResult};
@@ -179,7 +179,7 @@ impl WalView {
                 .bytes()
                 .await
                 .unwrap();
-            let e = decode_entry(pos, m.location.as_ref(), bytes).unwrap();
+            let e = decode_entry(place_of(&m.location, pos), m.location.as_ref(), bytes).unwrap();
             self.cache
                 .lock()
                 .unwrap()
@@ -576,4 +576,13 @@ fn seeded_schedules_keep_the_completion_invariants_and_replay_identically() {
             "{poisoned} of {n} seeds poisoned their writer: the faults are too weak or too strong"
         );
     }
+}
+
+/// The place of the entry at `location` (`…/_mem_wal/<shard>/wal/<name>`), position `position`.
+fn place_of(location: &Path, position: u64) -> EntryPlace {
+    let parts: Vec<String> = location.parts().map(|p| p.as_ref().to_string()).collect();
+    let shard = parts[parts.len() - 3]
+        .parse()
+        .expect("a shard id in a WAL entry's path");
+    EntryPlace { shard, position }
 }

@@ -148,6 +148,12 @@ impl NativeWalTailer {
         Ok(self.inner.next_position().await.napi()? as f64)
     }
 
+    /// Rejects (CORRUPT) if the WAL has a hole: an empty slot below a written one.
+    #[napi(catch_unwind)]
+    pub async fn verify(&self) -> napi::Result<()> {
+        self.inner.verify().await.napi()
+    }
+
     /// The entry at `position`, or null.
     #[napi(catch_unwind)]
     pub async fn read(&self, position: f64) -> napi::Result<Option<NativeWalEntry>> {

@@ -137,9 +137,13 @@ impl WalAppender {
         batches: &[RecordBatch],
         requests: &[PutRecord],
     ) -> Result<AppendedEntry> {
-        let bytes = entry::encode_entry_with(self.epoch, batches, requests)?;
-        let len = bytes.len();
-        let position = self.append_encoded(bytes).await?;
+        let (epoch, shard) = (self.epoch, self.paths.shard_id());
+        // The entry records its slot, so it is encoded for the slot it is written to.
+        let encode = |position: u64| {
+            let place = entry::EntryPlace { shard, position };
+            entry::encode_entry_with(epoch, batches, requests, Some(place))
+        };
+        let (position, len) = self.append_encoded(encode).await?;
         Ok(AppendedEntry {
             position: WalPosition::new(position).expect("appends start at position 1"),
             num_batches: batches.len(),
@@ -166,10 +170,16 @@ impl WalAppender {
         Ok(matches!(self.store.get(path).await?, Some(existing) if existing == *bytes))
     }
 
-    async fn append_encoded(&mut self, bytes: Bytes) -> Result<u64> {
+    /// Writes the entry `encode` makes for a slot at the next position (or, past stale
+    /// sentinels, a later one); the position written and the entry's size.
+    async fn append_encoded(
+        &mut self,
+        encode: impl Fn(u64) -> Result<Bytes>,
+    ) -> Result<(u64, usize)> {
         let mut position = self.next_position;
         let shard = self.paths.shard_id();
         let mut path = self.paths.wal_entry(position);
+        let mut bytes = encode(position)?;
         let mut failed_attempts: u32 = 0;
         let mut stale_sentinels: u32 = 0;
         self.store
@@ -180,7 +190,7 @@ impl WalAppender {
             match self.store.put_if_absent(&path, bytes.clone()).await {
                 Ok(CreateOutcome::Created) => {
                     self.next_position = position + 1;
-                    return Ok(position);
+                    return Ok((position, bytes.len()));
                 }
                 Ok(CreateOutcome::AlreadyExists) => {
                     match self.holds(&path, &bytes).await {
@@ -191,7 +201,7 @@ impl WalAppender {
                             // epoch, so no other writer can have written exactly them: the
                             // append succeeded.
                             self.next_position = position + 1;
-                            return Ok(position);
+                            return Ok((position, bytes.len()));
                         }
                         Ok(false) => {}
                         Err(e) => {
@@ -222,6 +232,7 @@ impl WalAppender {
                         failed_attempts = 0;
                         position += 1;
                         path = self.paths.wal_entry(position);
+                        bytes = encode(position)?;
                         self.next_position = position;
                         continue;
                     }

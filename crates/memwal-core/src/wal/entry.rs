@@ -10,6 +10,12 @@
 //!   builds hold `<8 hex digits>`, the CRC32C of the `writer_epoch` text and the bytes after the
 //!   schema message only; they are still checked that way. Entries without the key (written by
 //!   Lance) are decoded without the check; readers ignore metadata they do not know.
+//! - memwal adds `memwal_shard` (the shard's UUID) and `memwal_position` (decimal) to every
+//!   data entry: where it belongs. A copy of an entry in another slot or another shard's WAL is
+//!   then reported as corrupt rather than replayed twice (the checksum covers the content, and
+//!   these make the slot part of it). Sentinels carry neither: one is staged before its slot
+//!   is known, and a misplaced sentinel holds no rows. Entries without the keys (earlier memwal
+//!   builds, Lance) are decoded without the check.
 //! - memwal adds `memwal_request_ids` when the entry holds rows of puts that carried a request
 //!   id: the JSON document of [`crate::request_id`] listing each such put with its original
 //!   result. It is part of the schema message, so the checksum covers it; its value starts
@@ -35,6 +41,19 @@ pub const FENCE_SENTINEL_KEY: &str = "fence_sentinel";
 pub const CHECKSUM_KEY: &str = "memwal_checksum";
 /// Schema metadata key listing the request ids of the puts whose rows the entry holds.
 pub const REQUEST_IDS_KEY: &str = "memwal_request_ids";
+/// Schema metadata key holding the UUID of the shard whose WAL the entry belongs to.
+pub const SHARD_KEY: &str = "memwal_shard";
+/// Schema metadata key holding the WAL position the entry belongs at.
+pub const POSITION_KEY: &str = "memwal_position";
+
+/// Where a WAL entry belongs: a shard and a position in its WAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryPlace {
+    /// The shard's id.
+    pub shard: uuid::Uuid,
+    /// The 1-based WAL position.
+    pub position: u64,
+}
 
 /// One decoded WAL entry.
 #[derive(Debug, Clone)]
@@ -64,17 +83,20 @@ fn encode_err(e: arrow_schema::ArrowError) -> Error {
     Error::io("encoding a WAL entry as Arrow IPC failed", e)
 }
 
-/// Encodes `batches` (non-empty, one schema) as a WAL entry of `epoch`.
+/// Encodes `batches` (non-empty, one schema) as a WAL entry of `epoch` that records no place
+/// (as entries of earlier builds: decoded anywhere without the place check).
 pub fn encode_entry(epoch: u64, batches: &[RecordBatch]) -> Result<Bytes> {
-    encode_entry_with(epoch, batches, &[])
+    encode_entry_with(epoch, batches, &[], None)
 }
 
 /// Encodes `batches` (non-empty, one schema) as a WAL entry of `epoch` that records
-/// `requests`, the request-id records of the puts whose rows they are.
+/// `requests`, the request-id records of the puts whose rows they are, and `place`, where it is
+/// written.
 pub fn encode_entry_with(
     epoch: u64,
     batches: &[RecordBatch],
     requests: &[PutRecord],
+    place: Option<EntryPlace>,
 ) -> Result<Bytes> {
     let first = batches
         .first()
@@ -93,12 +115,24 @@ pub fn encode_entry_with(
         }
     }
     let requests = (!requests.is_empty()).then(|| request_id::encode_records(requests));
-    encode(schema.as_ref(), epoch, false, requests.as_deref(), batches)
+    let meta = EntryMeta {
+        epoch,
+        sentinel: false,
+        requests: requests.as_deref(),
+        place,
+    };
+    encode(schema.as_ref(), meta, batches)
 }
 
 /// Encodes a fence sentinel of `epoch`.
 pub fn encode_sentinel(epoch: u64) -> Result<Bytes> {
-    encode(&Schema::empty(), epoch, true, None, &[])
+    let meta = EntryMeta {
+        epoch,
+        sentinel: true,
+        requests: None,
+        place: None,
+    };
+    encode(&Schema::empty(), meta, &[])
 }
 
 /// The prefix of a whole-entry checksum value; 8 hex digits follow.
@@ -113,6 +147,8 @@ struct EntryMeta<'a> {
     sentinel: bool,
     /// The request-id document, if the entry holds puts with request ids.
     requests: Option<&'a str>,
+    /// Where the entry is written, for a data entry.
+    place: Option<EntryPlace>,
 }
 
 fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> Schema {
@@ -123,6 +159,10 @@ fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> S
     }
     if let Some(r) = meta.requests {
         md.insert(REQUEST_IDS_KEY.to_string(), r.to_string());
+    }
+    if let Some(place) = meta.place {
+        md.insert(SHARD_KEY.to_string(), place.shard.to_string());
+        md.insert(POSITION_KEY.to_string(), place.position.to_string());
     }
     if let Some(c) = checksum {
         md.insert(CHECKSUM_KEY.to_string(), c.to_string());
@@ -164,18 +204,7 @@ fn checksum_digits_at(bytes: &[u8]) -> Option<usize> {
     (at + 8 <= end).then_some(at)
 }
 
-fn encode(
-    base: &Schema,
-    epoch: u64,
-    sentinel: bool,
-    requests: Option<&str>,
-    batches: &[RecordBatch],
-) -> Result<Bytes> {
-    let meta = EntryMeta {
-        epoch,
-        sentinel,
-        requests,
-    };
+fn encode(base: &Schema, meta: EntryMeta<'_>, batches: &[RecordBatch]) -> Result<Bytes> {
     // Pass 1: the body (batch messages + end-of-stream), after a schema message we drop.
     let capacity: usize = batches
         .iter()
@@ -239,9 +268,10 @@ fn schema_message_len(bytes: &[u8]) -> Option<(usize, usize)> {
     (end <= bytes.len()).then_some((prefix, end))
 }
 
-/// Decodes the entry at `position` stored at `object`; any inconsistency is
-/// [`Error::Corrupt`] naming `object`.
-pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntry> {
+/// Decodes the entry stored at `object`, the slot of `place`; any inconsistency, including an
+/// entry that records another place (a misplaced copy), is [`Error::Corrupt`] naming `object`.
+pub fn decode_entry(place: EntryPlace, object: &str, bytes: Bytes) -> Result<WalEntry> {
+    let position = place.position;
     let corrupt = |msg: String, src: Option<arrow_schema::ArrowError>| {
         Error::corrupt(
             object,
@@ -335,6 +365,25 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
     if is_sentinel && !batches.is_empty() {
         return Err(corrupt("fence sentinel holds batches".into(), None));
     }
+    let recorded = (md.get(SHARD_KEY), md.get(POSITION_KEY));
+    if recorded != (None, None) {
+        let (shard, at) = (
+            recorded.0.map(String::as_str),
+            recorded.1.map(String::as_str),
+        );
+        let expected_shard = place.shard.to_string();
+        let expected_at = position.to_string();
+        if shard != Some(expected_shard.as_str()) || at != Some(expected_at.as_str()) {
+            return Err(corrupt(
+                format!(
+                    "the entry belongs at position {} of shard {}, not here: a copy in the wrong place (it is not replayed)",
+                    at.unwrap_or("?"),
+                    shard.unwrap_or("?")
+                ),
+                None,
+            ));
+        }
+    }
     let requests = match md.get(REQUEST_IDS_KEY) {
         Some(text) => request_id::decode_records(object, text.as_bytes())?,
         None => Vec::new(),
@@ -345,6 +394,8 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
         FENCE_SENTINEL_KEY,
         CHECKSUM_KEY,
         REQUEST_IDS_KEY,
+        SHARD_KEY,
+        POSITION_KEY,
     ] {
         clean.remove(k);
     }
@@ -369,6 +420,14 @@ pub fn decode_entry(position: u64, object: &str, bytes: Bytes) -> Result<WalEntr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Slot `position` of a shard that none of these entries names.
+    fn at(position: u64) -> EntryPlace {
+        EntryPlace {
+            shard: uuid::Uuid::nil(),
+            position,
+        }
+    }
     use arrow_array::{Int32Array, StringArray};
     use arrow_schema::{DataType, Field};
 
@@ -392,7 +451,7 @@ mod tests {
     #[test]
     fn entry_round_trips_with_epoch_and_batches() {
         let bytes = encode_entry(42, &[batch(&[1, 2, 3]), batch(&[4, 5])]).unwrap();
-        let e = decode_entry(1, "wal/1", bytes).unwrap();
+        let e = decode_entry(at(1), "wal/1", bytes).unwrap();
         assert_eq!(e.writer_epoch, 42);
         assert!(!e.is_sentinel);
         assert_eq!(e.batches.len(), 2);
@@ -404,7 +463,7 @@ mod tests {
 
     #[test]
     fn sentinel_round_trips_without_batches() {
-        let e = decode_entry(2, "wal/2", encode_sentinel(7).unwrap()).unwrap();
+        let e = decode_entry(at(2), "wal/2", encode_sentinel(7).unwrap()).unwrap();
         assert!(e.is_sentinel);
         assert_eq!(e.writer_epoch, 7);
         assert!(e.batches.is_empty());
@@ -424,7 +483,7 @@ mod tests {
     fn every_truncation_is_reported_as_corrupt() {
         let bytes = encode_entry(3, &[batch(&[1, 2, 3])]).unwrap();
         for cut in 0..bytes.len() {
-            let e = decode_entry(9, "wal/9", bytes.slice(..cut)).unwrap_err();
+            let e = decode_entry(at(9), "wal/9", bytes.slice(..cut)).unwrap_err();
             assert_eq!(e.code(), crate::ErrorCode::Corrupt, "cut at {cut}: {e}");
             assert!(e.to_string().contains("wal/9"), "{e}");
         }
@@ -437,7 +496,7 @@ mod tests {
             for bit in 0..8u8 {
                 let mut v = bytes.to_vec();
                 v[i] ^= 1 << bit;
-                let e = decode_entry(1, "wal/1", Bytes::from(v)).unwrap_err();
+                let e = decode_entry(at(1), "wal/1", Bytes::from(v)).unwrap_err();
                 assert_eq!(e.code(), crate::ErrorCode::Corrupt, "byte {i} bit {bit}");
                 assert!(e.to_string().contains("wal/1"), "{e}");
             }
@@ -458,9 +517,54 @@ mod tests {
             for bit in 0..8u8 {
                 let mut v = bytes.to_vec();
                 v[i] ^= 1 << bit;
-                let e = decode_entry(1, "wal/1", Bytes::from(v)).unwrap_err();
+                let e = decode_entry(at(1), "wal/1", Bytes::from(v)).unwrap_err();
                 assert_eq!(e.code(), crate::ErrorCode::Corrupt, "byte {i} bit {bit}");
             }
+        }
+    }
+
+    #[test]
+    fn an_entry_records_its_place_and_is_refused_anywhere_else() {
+        let shard = uuid::Uuid::new_v4();
+        let here = EntryPlace { shard, position: 7 };
+        let bytes = encode_entry_with(3, &[batch(&[1])], &[], Some(here)).unwrap();
+        let e = decode_entry(here, "wal/7", bytes.clone()).unwrap();
+        assert_eq!(e.batches[0], batch(&[1]));
+        assert!(e.schema.metadata().is_empty(), "{:?}", e.schema.metadata());
+        for elsewhere in [
+            EntryPlace { shard, position: 8 },
+            EntryPlace {
+                shard: uuid::Uuid::new_v4(),
+                position: 7,
+            },
+        ] {
+            let err = decode_entry(elsewhere, "wal/x", bytes.clone()).unwrap_err();
+            assert_eq!(err.code(), crate::ErrorCode::Corrupt);
+            assert!(
+                err.to_string()
+                    .contains(&format!("belongs at position 7 of shard {shard}")),
+                "{err}"
+            );
+        }
+        // The place is covered by the checksum: editing it is damage, not a move.
+        let text = bytes.to_vec();
+        let at = text
+            .windows(shard.to_string().len())
+            .position(|w| w == shard.to_string().as_bytes())
+            .unwrap();
+        let mut moved = text.clone();
+        moved[at] = if moved[at] == b'0' { b'1' } else { b'0' };
+        let err = decode_entry(here, "wal/7", Bytes::from(moved)).unwrap_err();
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        // Entries of earlier builds (and Lance's) record no place and decode anywhere.
+        let old = encode_entry(3, &[batch(&[1])]).unwrap();
+        assert!(decode_entry(at_any(9), "wal/9", old).is_ok());
+    }
+
+    fn at_any(position: u64) -> EntryPlace {
+        EntryPlace {
+            shard: uuid::Uuid::new_v4(),
+            position,
         }
     }
 
@@ -469,6 +573,7 @@ mod tests {
             epoch,
             sentinel: false,
             requests: None,
+            place: None,
         }
     }
 
@@ -494,12 +599,12 @@ mod tests {
 
     #[test]
     fn request_ids_round_trip_in_metadata_and_stay_out_of_the_schema() {
-        let bytes = encode_entry_with(3, &[batch(&[1]), batch(&[2])], &records()).unwrap();
-        let e = decode_entry(5, "wal/5", bytes).unwrap();
+        let bytes = encode_entry_with(3, &[batch(&[1]), batch(&[2])], &records(), None).unwrap();
+        let e = decode_entry(at(5), "wal/5", bytes).unwrap();
         assert_eq!(e.requests, records());
         assert!(!e.schema.metadata().contains_key(REQUEST_IDS_KEY));
         assert_eq!(e.batches[1], batch(&[2]));
-        let plain = decode_entry(5, "wal/5", encode_entry(3, &[batch(&[1])]).unwrap()).unwrap();
+        let plain = decode_entry(at(5), "wal/5", encode_entry(3, &[batch(&[1])]).unwrap()).unwrap();
         assert!(plain.requests.is_empty());
     }
 
@@ -508,14 +613,14 @@ mod tests {
     #[test]
     fn flipped_bits_in_request_ids_are_corrupt() {
         assert_every_schema_bit_flip_is_corrupt(
-            encode_entry_with(3, &[batch(&[10])], &records()).unwrap(),
+            encode_entry_with(3, &[batch(&[10])], &records(), None).unwrap(),
         );
     }
 
     // Lance reads a WAL entry as a plain Arrow IPC stream: the ids must not change that.
     #[test]
     fn an_entry_with_request_ids_is_a_plain_arrow_stream() {
-        let bytes = encode_entry_with(3, &[batch(&[1, 2])], &records()).unwrap();
+        let bytes = encode_entry_with(3, &[batch(&[1, 2])], &records(), None).unwrap();
         let r =
             arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
         assert_eq!(r.schema().fields(), batch(&[1]).schema().fields());
@@ -541,9 +646,9 @@ mod tests {
             out.extend_from_slice(&body);
             Bytes::from(out)
         };
-        let e = decode_entry(2, "wal/2", v1(checksum_v1("4", &body))).unwrap();
+        let e = decode_entry(at(2), "wal/2", v1(checksum_v1("4", &body))).unwrap();
         assert_eq!((e.writer_epoch, e.batches), (4, vec![b.clone()]));
-        let e = decode_entry(2, "wal/2", v1(checksum_v1("4", &body) ^ 1)).unwrap_err();
+        let e = decode_entry(at(2), "wal/2", v1(checksum_v1("4", &body) ^ 1)).unwrap_err();
         assert!(e.to_string().contains("checksum mismatch"), "{e}");
     }
 
@@ -556,7 +661,7 @@ mod tests {
         let mut w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
         w.write(&batch(&[1, 2])).unwrap();
         let bytes = Bytes::from(w.into_inner().unwrap());
-        let e = decode_entry(4, "wal/4", bytes).unwrap();
+        let e = decode_entry(at(4), "wal/4", bytes).unwrap();
         assert_eq!((e.writer_epoch, e.num_rows()), (5, 2));
     }
 
@@ -564,7 +669,7 @@ mod tests {
     fn missing_epoch_is_corrupt() {
         let mut w = StreamWriter::try_new(Vec::new(), batch(&[1]).schema().as_ref()).unwrap();
         w.write(&batch(&[1])).unwrap();
-        let e = decode_entry(1, "wal/1", Bytes::from(w.into_inner().unwrap())).unwrap_err();
+        let e = decode_entry(at(1), "wal/1", Bytes::from(w.into_inner().unwrap())).unwrap_err();
         assert!(e.to_string().contains("missing writer_epoch"), "{e}");
     }
 }

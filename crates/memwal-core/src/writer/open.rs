@@ -94,7 +94,12 @@ pub(crate) async fn open(
             .max(m.replay_after_wal_entry_position)
     });
     let expected_epoch = latest.as_ref().map_or(1, |m| m.writer_epoch + 1);
-    let (manifest, tip, staged) = tokio::try_join!(
+    let cursor = latest
+        .as_ref()
+        .map_or(0, |m| m.replay_after_wal_entry_position);
+    // A hole after the cursor would look like the tip to the search and to replay: every entry
+    // after it would be dropped, and this writer would write into it (see `wal`).
+    let (manifest, tip, staged, gap) = tokio::try_join!(
         manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name()),
         wal::discover_tip(&store, &paths, hint),
         async {
@@ -108,7 +113,12 @@ pub(crate) async fn open(
                 None
             })
         },
+        wal::find_gap(&store, &paths, cursor),
     )?;
+    if let Some(gap) = gap {
+        // Before the sentinel, which would take the hole for the tip and fill it.
+        return Err(gap.error(&paths));
+    }
     let epoch = manifest.writer_epoch;
     let mut appender = WalAppender::new(
         store.clone(),

@@ -96,6 +96,14 @@ impl Backend {
         path
     }
 
+    /// Deletes the object at `path`, bypassing memwal (as a person or a lifecycle rule
+    /// would); returns its bytes.
+    pub async fn take(&self, path: &Path) -> Bytes {
+        let bytes = self.raw_get(path).await.expect("an object to take");
+        self.raw.delete(path).await.unwrap();
+        bytes
+    }
+
     /// The object at `path` as stored, bypassing memwal; `None` if there is none.
     pub async fn raw_get(&self, path: &Path) -> Option<Bytes> {
         match self.raw.get(path).await {
