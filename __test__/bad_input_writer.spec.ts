@@ -81,6 +81,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
       'walPersistRetryBaseDelayMs',
       'maxMemtableSize',
       'maxMemtableBatches',
+      'maxMemtableAgeMs',
       'maxUnflushedMemtableBytes',
     ]
     for (const option of numeric) {
@@ -97,6 +98,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
       ['maxMemtableBatches', /invalid config: maxMemtableBatches must be between 1 and/],
       ['maxUnflushedMemtableBytes', /invalid config: maxUnflushedMemtableBytes must be at least 1 byte/],
       ['maxWalFlushIntervalMs', /invalid config: maxWalFlushIntervalMs must be between 1 and \d+ \(or null to disable the ticker\)/],
+      ['maxMemtableAgeMs', /invalid config: maxMemtableAgeMs must be between 1 and \d+ \(7 days\), or null for size-only sealing/],
     ]
     for (const [option, message] of zeros) {
       await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: 0 } as never), {

@@ -80,6 +80,13 @@ export interface ShardWriterOptions {
    */
   maxMemtableBatches?: number
   /**
+   * Seal the active MemTable, flushing it as a Parquet generation, once it has held rows for
+   * this long, however small it is: a quiet shard's rows then reach Parquet and its replay
+   * stays short. `null` seals by size only.
+   * @defaultValue 3600000 (one hour)
+   */
+  maxMemtableAgeMs?: number | null
+  /**
    * Backpressure: puts wait (never fail) while unflushed MemTables hold more than this.
    * @defaultValue 1073741824 (1 GiB)
    */
@@ -148,6 +155,7 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   walPersistRetryBaseDelayMs: 'number',
   maxMemtableSize: 'number',
   maxMemtableBatches: 'number',
+  maxMemtableAgeMs: 'number or null',
   maxUnflushedMemtableBytes: 'number',
   requestIdRetentionMs: 'number',
   durableWrite: 'boolean',

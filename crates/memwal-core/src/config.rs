@@ -19,6 +19,8 @@ pub const MAX_WAL_PERSIST_RETRIES_LIMIT: u32 = 64;
 pub const MAX_RETRY_BASE_DELAY_MS: u64 = 60_000;
 /// Upper bound on `max_wal_flush_interval_ms` (one day).
 pub const MAX_WAL_FLUSH_INTERVAL_MS: u64 = 86_400_000;
+/// Upper bound on `max_memtable_age_ms` (seven days).
+pub const MAX_MEMTABLE_AGE_MS: u64 = 7 * 86_400_000;
 /// Upper bound on `request_id_retention_ms` (seven days).
 pub const MAX_REQUEST_ID_RETENTION_MS: u64 = 7 * 86_400_000;
 /// Cap on a single retry backoff sleep (reference §3.2: 5 s).
@@ -60,6 +62,12 @@ pub struct WriterConfig {
     /// BatchStore capacity: freeze when the active MemTable holds this many batches.
     /// Default 8000. A single put may not carry more batches than this.
     pub max_memtable_batches: usize,
+    /// Seal the active MemTable (and flush it as a generation) once it has held rows for this
+    /// many milliseconds, whatever its size: a quiet shard's rows then reach Parquet, its
+    /// replay stays short, and (with garbage collection) its WAL can be collected. `None`: only
+    /// size seals. Default 3,600,000 (one hour): a quiet shard writes at most one small
+    /// generation per hour.
+    pub max_memtable_age_ms: Option<u64>,
     /// Backpressure: while active + frozen MemTables hold more than this many bytes, `put`
     /// waits (never fails) for generation flushes to catch up. Default 1 GiB.
     pub max_unflushed_memtable_bytes: u64,
@@ -94,6 +102,7 @@ impl Default for WriterConfig {
             wal_persist_retry_base_delay_ms: 50,
             max_memtable_size: 256 * 1024 * 1024,
             max_memtable_batches: 8000,
+            max_memtable_age_ms: Some(3_600_000),
             max_unflushed_memtable_bytes: 1024 * 1024 * 1024,
             ignore_unknown_fields: false,
             request_id_retention_ms: 600_000,
@@ -126,6 +135,13 @@ impl WriterConfig {
         {
             return Err(Error::invalid(format!(
                 "invalid config: max_wal_flush_interval_ms must be between 1 and {MAX_WAL_FLUSH_INTERVAL_MS} (or null to disable the ticker), got {ms}"
+            )));
+        }
+        if let Some(ms) = self.max_memtable_age_ms
+            && (ms == 0 || ms > MAX_MEMTABLE_AGE_MS)
+        {
+            return Err(Error::invalid(format!(
+                "invalid config: max_memtable_age_ms must be between 1 and {MAX_MEMTABLE_AGE_MS} (7 days), or null for size-only sealing, got {ms}"
             )));
         }
         if self.max_wal_persist_retries > MAX_WAL_PERSIST_RETRIES_LIMIT {
@@ -252,6 +268,13 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
         c.max_memtable_batches = uint(name, v)?
             .try_into()
             .map_err(|_| Error::invalid(format!("invalid option {name}: {v} is too large")))?;
+        Ok(())
+    }),
+    ("maxMemtableAgeMs", |c, name, v| {
+        c.max_memtable_age_ms = match v {
+            OptionValue::Null => None,
+            v => Some(uint(name, v)?),
+        };
         Ok(())
     }),
     ("maxUnflushedMemtableBytes", |c, name, v| {
@@ -395,6 +418,9 @@ mod tests {
             .unwrap();
         c.set_host_option("requestIdRetentionMs", &OptionValue::Number(0.0))
             .unwrap();
+        c.set_host_option("maxMemtableAgeMs", &OptionValue::Null)
+            .unwrap();
+        assert_eq!(c.max_memtable_age_ms, None);
         assert_eq!(c.request_id_retention_ms, 0);
         assert_eq!(c.max_wal_flush_interval_ms, None);
         assert!(c.ignore_unknown_fields);

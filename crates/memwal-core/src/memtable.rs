@@ -17,6 +17,8 @@ use crate::wal::WalPosition;
 pub struct MemTable {
     generation: u64,
     store: BatchStore,
+    /// When the first batch went in: the age that `max_memtable_age_ms` bounds.
+    first_insert: std::sync::OnceLock<tokio::time::Instant>,
 }
 
 impl MemTable {
@@ -25,6 +27,7 @@ impl MemTable {
         MemTable {
             generation,
             store: BatchStore::new(capacity),
+            first_insert: std::sync::OnceLock::new(),
         }
     }
 
@@ -40,7 +43,9 @@ impl MemTable {
 
     /// Appends atomically; see [`BatchStore::append`].
     pub fn insert(&self, batches: &[RecordBatch]) -> Result<BatchRange, StoreFull> {
-        self.store.append(batches)
+        let range = self.store.append(batches)?;
+        self.first_insert.get_or_init(tokio::time::Instant::now);
+        Ok(range)
     }
 
     /// Appends atomically, keeping `requests` with the last batch; see
@@ -50,7 +55,14 @@ impl MemTable {
         batches: &[RecordBatch],
         requests: Vec<PutRecord>,
     ) -> Result<BatchRange, StoreFull> {
-        self.store.append_with(batches, requests)
+        let range = self.store.append_with(batches, requests)?;
+        self.first_insert.get_or_init(tokio::time::Instant::now);
+        Ok(range)
+    }
+
+    /// When the first batch went in (`None` while empty).
+    pub fn first_insert(&self) -> Option<tokio::time::Instant> {
+        self.first_insert.get().copied()
     }
 
     /// Whether adding `batches` more batches of `bytes` bytes should freeze this MemTable

@@ -487,6 +487,9 @@ impl ShardWriter {
         let _ = inner.wal_tx.send(WalMsg::Shutdown);
         let _ = inner.gen_tx.send(GenerationMsg::Shutdown);
         if let Some(tasks) = self.take_tasks() {
+            if let Some(sealer) = tasks.age_sealer {
+                sealer.abort();
+            }
             for (name, t) in [
                 ("generation-flusher", tasks.generation_flusher),
                 ("wal-flush-handler", tasks.wal_handler),
@@ -536,6 +539,9 @@ impl ShardWriter {
     pub async fn abort(&self) -> Result<()> {
         self.inner.lock().lifecycle = Lifecycle::Closed;
         if let Some(tasks) = self.take_tasks() {
+            if let Some(sealer) = &tasks.age_sealer {
+                sealer.abort();
+            }
             tasks.wal_handler.abort();
             tasks.generation_flusher.abort();
             let _ = tasks.wal_handler.await;
@@ -549,6 +555,9 @@ impl ShardWriter {
 impl Drop for ShardWriter {
     fn drop(&mut self) {
         if let Some(tasks) = self.take_tasks() {
+            if let Some(sealer) = &tasks.age_sealer {
+                sealer.abort();
+            }
             tasks.wal_handler.abort();
             tasks.generation_flusher.abort();
         }

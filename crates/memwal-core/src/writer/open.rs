@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::replay;
 use super::request_index::{RequestIndex, Rows, WallClock};
-use super::state::{MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
+use super::state::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::flush::Feedback;
@@ -29,10 +29,41 @@ use crate::store::ShardPaths;
 use crate::store::Store;
 use crate::wal::{self, StagedSentinel, WalAppender};
 
-/// The writer's two background tasks.
+/// The writer's background tasks.
 pub(crate) struct BackgroundTasks {
     pub wal_handler: JoinHandle<()>,
     pub generation_flusher: JoinHandle<()>,
+    /// Seals the active MemTable by age (`max_memtable_age_ms`, MemTable mode only).
+    pub age_sealer: Option<JoinHandle<()>>,
+}
+
+/// Freezes the active MemTable once it has held rows for `max_age`. It holds the writer only
+/// weakly, and only while it looks, so it never keeps a dropped writer alive; it stops when
+/// the writer is closing, closed or failed. A freeze here is the same as a size-triggered one.
+async fn seal_by_age(writer: std::sync::Weak<WriterInner>, max_age: Duration) {
+    loop {
+        let wait = {
+            let Some(inner) = writer.upgrade() else {
+                return;
+            };
+            let mut st = inner.lock();
+            if st.lifecycle != Lifecycle::Open || inner.feedback.check().is_err() {
+                return;
+            }
+            let Mode::MemTable(mt) = &mut st.mode else {
+                return;
+            };
+            match mt.active.memtable.first_insert().map(|t| t.elapsed()) {
+                Some(age) if age >= max_age => {
+                    inner.freeze(mt);
+                    max_age
+                }
+                Some(age) => max_age - age,
+                None => max_age,
+            }
+        };
+        tokio::time::sleep(wait).await;
+    }
 }
 
 /// Spawns `fut` as a named background task; a panic poisons the writer with an error that
@@ -244,9 +275,18 @@ pub(crate) async fn open(
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
     };
+    let age_sealer = match (config.enable_memtable, config.max_memtable_age_ms) {
+        (true, Some(ms)) => Some(spawn_task(
+            "memtable-age-sealer",
+            feedback.clone(),
+            seal_by_age(Arc::downgrade(&inner), Duration::from_millis(ms)),
+        )),
+        _ => None,
+    };
     let tasks = BackgroundTasks {
         wal_handler: spawn_task("wal-flush-handler", feedback.clone(), handler.run()),
         generation_flusher: spawn_task("generation-flusher", feedback, flusher.run(gen_rx)),
+        age_sealer,
     };
     Ok((inner, tasks))
 }
