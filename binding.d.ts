@@ -47,6 +47,8 @@ export declare class NativeShardReader {
   manifest(): Promise<ShardManifest>
   /** The committed generation files, oldest first, as the latest manifest lists them. */
   generationFiles(): Promise<Array<NativeGenerationFile>>
+  /** Generation folders the latest manifest does not list (uncommitted or abandoned flushes). */
+  uncommittedGenerations(): Promise<Array<string>>
   /** The shard id (UUID). */
   get shardId(): string
   /**

@@ -77,12 +77,19 @@ test("DuckDB reads the files the manifest lists (reader.files(), `memwal files`)
     ],
   )
 
-  // `memwal files`: one path per line, or one JSON object per line.
-  const cli = (...args: string[]) =>
-    runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), 'files', dir, ...args], {
+  // The orphan is reported, by the reader and by `memwal inspect`.
+  t.deepEqual(await reader.uncommittedGenerations(), ['deadbeef_gen_2'])
+  const memwal = (...args: string[]) =>
+    runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), ...args], {
       cwd: join(__dirname, '..'),
       env: { ...process.env, FORCE_COLOR: '0' },
     })
+  const inspect = await memwal('inspect', dir)
+  t.is(inspect.code, 0, inspect.stderr)
+  t.regex(inspect.stdout, /^ {2}not in the manifest: deadbeef_gen_2\/ \(a flush in progress, or abandoned/m)
+
+  // `memwal files`: one path per line, or one JSON object per line.
+  const cli = (...args: string[]) => memwal('files', dir, ...args)
   const text = await cli()
   t.is(text.code, 0, text.stderr)
   t.deepEqual(text.stdout.trim().split('\n'), files.map((f) => f.uri))

@@ -30,6 +30,8 @@ interface ShardReport {
   walTip: number
   /** WAL entries after the replay cursor: what opening the shard replays. */
   walLag: number
+  /** Generation folders the manifest does not list (uncommitted or abandoned flushes). */
+  uncommittedGenerations: string[]
 }
 
 async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport> {
@@ -50,6 +52,7 @@ async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport
     replayCursor: m.replayAfterWalEntryPosition,
     walTip,
     walLag: Math.max(0, walTip - m.replayAfterWalEntryPosition),
+    uncommittedGenerations: await reader.uncommittedGenerations(),
   }
 }
 
@@ -89,6 +92,11 @@ function render(r: ShardReport): string {
   lines.push(
     `  WAL tip: position ${r.walTip}; lag: ${r.walLag} ${r.walLag === 1 ? 'entry' : 'entries'} to replay on open`,
   )
+  for (const dir of r.uncommittedGenerations) {
+    lines.push(
+      `  not in the manifest: ${dir}/ (a flush in progress, or abandoned by a writer that crashed or was fenced; its rows are counted elsewhere, so do not read it)`,
+    )
+  }
   return lines.join('\n')
 }
 

@@ -83,6 +83,16 @@ export class ShardReader {
     return call(() => this.#native.generationFiles())
   }
 
+  /**
+   * Generation folders in the shard's folder that the latest manifest does not list: a flush in
+   * progress, or one a writer abandoned (it crashed or was fenced before committing it). Their
+   * rows are also in the WAL or a committed generation: never read them.
+   */
+  async uncommittedGenerations(): Promise<string[]> {
+    requireOpen(this.#closed, 'ShardReader')
+    return call(() => this.#native.uncommittedGenerations())
+  }
+
   /** The latest manifest. */
   async manifest(): Promise<ShardManifest> {
     requireOpen(this.#closed, 'ShardReader')

@@ -242,6 +242,24 @@ impl ShardReader {
             .collect())
     }
 
+    /// Generation folders in the shard's folder that the latest manifest does not list, sorted:
+    /// a flush in progress, or one a writer abandoned (it crashed or was fenced before its
+    /// commit). Their rows are in the WAL or in a committed generation too, so a tool that
+    /// read them would count rows twice.
+    pub async fn uncommitted_generations(&self) -> Result<Vec<String>> {
+        // Listed before the manifest is read: a flush committed in between is then not
+        // reported.
+        let dirs = self.store.list_dirs(self.paths.shard_dir()).await?;
+        let manifest = self.manifest().await?;
+        let mut out: Vec<String> = dirs
+            .into_iter()
+            .filter(|d| d.contains("_gen_"))
+            .filter(|d| !manifest.flushed_generations.iter().any(|g| &g.path == d))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     /// Every row a new writer would recover, in insertion order: the flushed generations of
     /// the latest manifest, then the WAL entries after its replay cursor.
     pub async fn scan(&self) -> Result<ScanResult> {

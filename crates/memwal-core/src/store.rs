@@ -434,18 +434,28 @@ impl Store {
     /// holds a manifest (see [`crate::reader::list_shards`] for shards and their names).
     pub async fn list_shards(&self) -> Result<Vec<Uuid>> {
         let prefix = self.root.clone().join(MEM_WAL_DIR);
-        let listing = self
-            .object_store
-            .list_with_delimiter(Some(&prefix))
-            .await
-            .map_err(|e| Error::io(format!("listing shards under {prefix}"), e))?;
-        let mut ids: Vec<Uuid> = listing
-            .common_prefixes
+        let mut ids: Vec<Uuid> = self
+            .list_dirs(&prefix)
+            .await?
             .iter()
-            .filter_map(|p| p.filename().and_then(|n| Uuid::parse_str(n).ok()))
+            .filter_map(|n| Uuid::parse_str(n).ok())
             .collect();
         ids.sort();
         Ok(ids)
+    }
+
+    /// The names of the directories (common prefixes) directly under `prefix`.
+    pub(crate) async fn list_dirs(&self, prefix: &Path) -> Result<Vec<String>> {
+        let listing = self
+            .object_store
+            .list_with_delimiter(Some(prefix))
+            .await
+            .map_err(|e| Error::io(format!("listing {prefix}"), e))?;
+        Ok(listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect())
     }
 
     /// Writes `bytes` at `path` only if nothing is there (`PutMode::Create`).

@@ -180,6 +180,10 @@ async fn generation_files_are_the_manifests_list_at_paths_other_tools_open() {
         .await
         .unwrap();
     let files = reader.generation_files().await.unwrap();
+    assert_eq!(
+        reader.uncommitted_generations().await.unwrap(),
+        vec!["deadbeef_gen_99".to_string()]
+    );
     let manifest = reader.manifest().await.unwrap();
     assert_eq!(
         files.iter().map(|f| f.generation).collect::<Vec<_>>(),

@@ -85,6 +85,12 @@ impl NativeShardReader {
             .collect())
     }
 
+    /// Generation folders the latest manifest does not list (uncommitted or abandoned flushes).
+    #[napi(catch_unwind)]
+    pub async fn uncommitted_generations(&self) -> napi::Result<Vec<String>> {
+        self.inner.uncommitted_generations().await.napi()
+    }
+
     /// The shard id (UUID).
     #[napi(getter)]
     pub fn shard_id(&self) -> String {
