@@ -3,6 +3,7 @@
 // rejection; only a program that cannot start rejects).
 
 import { spawn } from 'node:child_process'
+import { join } from 'node:path'
 
 /** What a finished program left: its exit code (`null` if a signal ended it) and its output. */
 export interface Run {
@@ -29,5 +30,16 @@ export function runProcess(
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** The repository root, where the CLI runs from. */
+const root = join(__dirname, '..')
+
+/** `memwal ...args`, run from source (through tsx) as a user would run it, without colours. */
+export function memwalCli(...args: string[]): Promise<Run> {
+  return runProcess(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), ...args], {
+    cwd: root,
+    env: { ...process.env, FORCE_COLOR: '0', MEMWAL_DEBUG: '' },
   })
 }

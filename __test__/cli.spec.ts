@@ -8,19 +8,12 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { runProcess, type Run } from './child-process'
+import { memwalCli as memwal, runProcess, type Run } from './child-process'
 import { ShardReader, ShardWriter } from '../index'
 import { rows, schema, tempDir } from './helpers'
 
 const root = join(__dirname, '..')
 
-/** `memwal ...args`, run from source. */
-function memwal(...args: string[]): Promise<Run> {
-  return runProcess(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), ...args], {
-    cwd: root,
-    env: { ...process.env, FORCE_COLOR: '0', MEMWAL_DEBUG: '' },
-  })
-}
 
 // Exit codes, as documented in the README and `memwal --help`.
 const USAGE = 2

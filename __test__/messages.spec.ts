@@ -18,19 +18,13 @@ import {
   WalTailer,
   dropMemoryStore,
 } from '../index'
-import { runProcess, type Run } from './child-process'
+import { memwalCli as memwal, runProcess, type Run } from './child-process'
 import { rows, schema, tempDir } from './helpers'
 
 const root = join(__dirname, '..')
 const SECRET = 'SUPERSECRETvalue42'
 const CRED_URI = `s3://AKIAKEY:${SECRET}@bucket/prefix?sig=${SECRET}`
 
-function memwal(...args: string[]): Promise<Run> {
-  return runProcess(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), ...args], {
-    cwd: root,
-    env: { ...process.env, FORCE_COLOR: '0', MEMWAL_DEBUG: '' },
-  })
-}
 
 /** The error `p` rejects with (or `f` throws), as a MemWalError. */
 async function errorOf(f: () => unknown): Promise<MemWalError> {

@@ -8,7 +8,7 @@ import test from 'ava'
 import { Field, Int64, Schema, Utf8, makeVector, vectorFromArray, type Table } from 'apache-arrow'
 
 import { ShardReader, ShardWriter } from '../index'
-import { runProcess } from './child-process'
+import { memwalCli as memwal } from './child-process'
 import { tableOf, tempDir } from './helpers'
 
 const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)])
@@ -79,11 +79,6 @@ test("DuckDB reads the files the manifest lists (reader.files(), `memwal files`)
 
   // The orphan is reported, by the reader and by `memwal inspect`.
   t.deepEqual(await reader.uncommittedGenerations(), ['deadbeef_gen_2'])
-  const memwal = (...args: string[]) =>
-    runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), ...args], {
-      cwd: join(__dirname, '..'),
-      env: { ...process.env, FORCE_COLOR: '0' },
-    })
   const inspect = await memwal('inspect', dir)
   t.is(inspect.code, 0, inspect.stderr)
   t.regex(inspect.stdout, /^ {2}not in the manifest: deadbeef_gen_2\/ \(a flush in progress, or abandoned/m)

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { runProcess } from './child-process'
+import { memwalCli as memwal } from './child-process'
 import {
   DEFAULT_SHARD_NAME,
   InvalidArgumentError,
@@ -123,11 +123,6 @@ test('a shard folder without a manifest is skipped by listShards and noted by in
   t.deepEqual(await store.listShards(), [{ id: w.shardId, name: 'events' }])
   t.deepEqual(await store.listIncompleteShards(), [stub])
 
-  const memwal = (...args: string[]) =>
-    runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), ...args], {
-      cwd: join(__dirname, '..'),
-      env: { ...process.env, FORCE_COLOR: '0' },
-    })
   const text = await memwal('inspect', dir)
   t.is(text.code, 0, text.stderr)
   t.regex(text.stdout, /: 1 shard\n/)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { runProcess } from './child-process'
+import { memwalCli as memwal } from './child-process'
 import { CorruptError, ShardReader, ShardWriter, WalTailer } from '../index'
 import { ids, rows, schema, tempDir } from './helpers'
 
@@ -26,11 +26,6 @@ async function tenEntries(dir: string): Promise<string> {
   return w.shardId
 }
 
-const memwal = (...args: string[]) =>
-  runProcess(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'cli', 'main.ts'), ...args], {
-    cwd: join(__dirname, '..'),
-    env: { ...process.env, FORCE_COLOR: '0' },
-  })
 
 test('a WAL entry deleted by hand is CORRUPT for writers, readers, tailers and the CLI, until it is back', async (t) => {
   const dir = tempDir(t)
