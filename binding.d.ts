@@ -33,6 +33,8 @@ export declare class NativeObjectStore {
   recover(): void
   /** WAL-entry puts attempted through this store so far. */
   walPutAttempts(): number
+  /** Collects garbage in `shard` (a name or an id): see `memwal_core::gc`. */
+  collectGarbage(shard: string, options?: NativeGcOptions | undefined | null): Promise<GcReport>
   /** The shards in this store (with a manifest), and the shard folders without one. */
   listShards(): Promise<NativeShardListing>
 }
@@ -97,6 +99,8 @@ export declare class NativeShardWriter {
   forceSealActive(): Promise<void>
   /** Waits for every frozen MemTable's generation flush. */
   waitForFlushDrain(): Promise<void>
+  /** Collects garbage in this writer's shard now, with its options. */
+  collectGarbage(): Promise<GcReport>
   /** Fails with FENCED if another writer claimed the shard. */
   checkFenced(): Promise<void>
   /** MemTable statistics. */
@@ -123,6 +127,8 @@ export declare class NativeWalTailer {
   static open(store: NativeObjectStore, shard: string): Promise<NativeWalTailer>
   /** The first position with no entry. */
   nextPosition(): Promise<number>
+  /** The first position garbage collection has not removed (the low-water mark plus one). */
+  firstPosition(): Promise<number>
   /** Rejects (CORRUPT) if the WAL has a hole: an empty slot below a written one. */
   verify(): Promise<void>
   /** The entry at `position`, or null. */
@@ -154,6 +160,31 @@ export interface FlushedGeneration {
    * compressed); `null` if the manifest does not record it.
    */
   bytes: number | null
+}
+
+/** What one collection removed (or, in a dry run, would remove). */
+export interface GcReport {
+  /** The manifest version collection read. */
+  manifestVersion: number
+  /** Its WAL low-water mark: entries at or below it may be removed. */
+  lowWater: number
+  /** WAL entries removed. */
+  walEntriesRemoved: number
+  /**
+   * WAL entries at or below the mark kept to fence stale writers (fence sentinels and the
+   * entry before each).
+   */
+  walEntriesKept: number
+  /** Manifest versions removed. */
+  manifestVersionsRemoved: number
+  /** Generation folders the manifest does not list that were removed. */
+  generationDirsRemoved: Array<string>
+  /** Such folders kept: too recent, or of a flush that may be in progress. */
+  generationDirsKept: Array<string>
+  /** Bytes of the objects removed. */
+  bytesRemoved: number
+  /** True if nothing was removed on purpose. */
+  dryRun: boolean
 }
 
 /** A committed generation file, as `ShardReader.files()` returns it. */
@@ -188,6 +219,16 @@ export interface MemTableStats {
   frozenMemtableCount: number
   /** Estimated bytes of those frozen MemTables; counts towards `maxUnflushedMemtableBytes`. */
   frozenEstimatedBytes: number
+}
+
+/** What `collectGarbage` may remove; every field optional (the core's defaults). */
+export interface NativeGcOptions {
+  /** Manifest versions to keep, newest first (at least 2). */
+  keepManifestVersions?: number
+  /** How old an abandoned generation folder must be before it goes, in milliseconds. */
+  graceMs?: number
+  /** Report only; remove nothing. */
+  dryRun?: boolean
 }
 
 /** A shard in a store. */
@@ -274,6 +315,11 @@ export interface ShardManifest {
   replayAfterWalEntryPosition: number
   /** A hint of the WAL tip when the manifest was written; not authoritative. */
   walEntryPositionLastSeen: number
+  /**
+   * The WAL low-water mark: entries at or below it may have been removed by garbage
+   * collection (their rows are in flushed generations).
+   */
+  walLowWater: number
   /** The generation number the next flushed MemTable gets. */
   currentGeneration: number
   /** Flushed generations, oldest first. */

@@ -16,7 +16,7 @@
  * batches by their structure), `options.ts`,
  * `types.ts` (results and statistics, declared once in the binding), `deadline.ts` (a call's
  * `signal` and `timeoutMs`), `writer.ts`, `reader.ts`
- * (reader and tailer), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
+ * (reader and tailer), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
  * @packageDocumentation
  */
@@ -33,12 +33,13 @@ export {
   type MemWalErrorCode,
   SchemaMismatchError,
   TimeoutError,
+  TruncatedError,
 } from './lib/errors.js'
 export { type Location, ObjectStore, type ShardInfo, type StorageOptions, StoreFaults, dropMemoryStore } from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
 export { DEFAULT_SHARD_NAME } from './lib/options.js'
-export type { CloseOptions, FlushOptions, PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
+export type { CloseOptions, FlushOptions, GcOptions, PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
   FlushedGeneration,
   GenerationFile,
@@ -53,4 +54,5 @@ export type {
   WriteStats,
 } from './lib/types.js'
 export { ShardWriter } from './lib/writer.js'
-export { ShardReader, WalTailer } from './lib/reader.js'
+export { ShardReader, WalTailer, type FollowOptions } from './lib/reader.js'
+export { collectGarbage, type GcReport } from './lib/gc.js'

@@ -62,6 +62,7 @@ export function exitCodeOf(e: MemWalError): number {
       return Exit.CORRUPT
     case 'IO':
     case 'TIMEOUT':
+    case 'TRUNCATED':
       return Exit.IO
     case 'FENCED':
     case 'CLOSED':

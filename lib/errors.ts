@@ -5,12 +5,21 @@
 // the matching MemWalError subclass with the native error as `cause`. Every native call goes
 // through `call` or `callSync`, so no other file catches a native error. A fence that names the
 // shard's holder carries it in the tag as JSON (`…:PeerClaimedEpoch:holder={…}] `), whose `]`s
-// the binding escapes, so the tag ends at its first `]`.
+// the binding escapes, so the tag ends at its first `]`. A `TRUNCATED` error carries the first
+// available WAL position (`[memwal:TRUNCATED:first=6] `).
 
 import { type ShardHolder, parseHolder } from './holder.js'
 
 /** Stable error codes. Branch on these, not on messages. */
-export type MemWalErrorCode = 'FENCED' | 'INVALID_ARGUMENT' | 'SCHEMA_MISMATCH' | 'CLOSED' | 'CORRUPT' | 'IO' | 'TIMEOUT'
+export type MemWalErrorCode =
+  | 'FENCED'
+  | 'INVALID_ARGUMENT'
+  | 'SCHEMA_MISMATCH'
+  | 'CLOSED'
+  | 'CORRUPT'
+  | 'IO'
+  | 'TIMEOUT'
+  | 'TRUNCATED'
 
 /**
  * Why a writer was fenced: another writer claimed the shard (`PeerClaimedEpoch`), or this
@@ -121,6 +130,23 @@ export class TimeoutError extends MemWalError {
 }
 
 /**
+ * A WAL position that garbage collection removed was read (its rows are in flushed
+ * generations). Resume from {@link TruncatedError.firstAvailable}, the first position still
+ * available: `WalTailer.read`, and `follow()` from there, see every later entry.
+ */
+export class TruncatedError extends MemWalError {
+  /** The first WAL position still available (the shard's low-water mark plus one). */
+  readonly firstAvailable: number
+
+  /** @hidden */
+  constructor(message: string, firstAvailable: number, options?: { cause?: unknown }) {
+    super('TRUNCATED', message, options)
+    this.name = 'TruncatedError'
+    this.firstAvailable = firstAvailable
+  }
+}
+
+/**
  * The caller aborted the call through its `signal`. Node's shape for it, as `fs`, `events` and
  * `timers/promises` reject: `name` `'AbortError'`, `code` `'ABORT_ERR'`, and `cause` the
  * signal's `reason`. Not a {@link MemWalError}: memwal did not fail, the caller stopped
@@ -138,7 +164,7 @@ export class AbortError extends Error {
 }
 
 /** The tag the binding's `error.rs` puts ahead of a message: code, then fence reason. */
-const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?(?::holder=(\{[^\]]*\}))?\] /
+const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?(?::holder=(\{[^\]]*\}))?(?::first=(\d+))?\] /
 
 /** Node-API statuses that mean "an argument had the wrong type". */
 const ARGUMENT_STATUSES = new Set([
@@ -161,6 +187,7 @@ function errorOf(
   message: string,
   fenceReason: string | undefined,
   holder: string | undefined,
+  first: string | undefined,
   cause: unknown,
 ): MemWalError {
   const options = { cause }
@@ -182,6 +209,8 @@ function errorOf(
       return new IoError(message, options)
     case 'TIMEOUT':
       return new TimeoutError(message, options)
+    case 'TRUNCATED':
+      return new TruncatedError(message, Number(first), options)
   }
 }
 
@@ -209,7 +238,7 @@ export function translate(e: unknown): unknown {
   }
   const m = TAG.exec(message)
   if (m !== null) {
-    return errorOf(m[1] as MemWalErrorCode, jsOptionNames(message.slice(m[0].length)), m[2], m[3], e)
+    return errorOf(m[1] as MemWalErrorCode, jsOptionNames(message.slice(m[0].length)), m[2], m[3], m[4], e)
   }
   const status = (e as { code?: unknown }).code
   if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {

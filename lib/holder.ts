@@ -49,6 +49,11 @@ export interface ShardManifest {
   replayAfterWalEntryPosition: number
   /** A hint of the WAL tip when the manifest was written; not authoritative. */
   walEntryPositionLastSeen: number
+  /**
+   * The WAL low-water mark: entries at or below it may have been removed by garbage
+   * collection (their rows are in flushed generations). 0 while nothing may have been.
+   */
+  walLowWater: number
   /** The generation number the next flushed MemTable gets. */
   currentGeneration: number
   /** Flushed generations, oldest first. */

@@ -115,6 +115,32 @@ export interface ShardWriterOptions {
    */
   requestIdRetentionMs?: number
   /**
+   * Whether the writer collects garbage in the background, every `gcIntervalMs`: WAL entries
+   * whose rows are in committed generations, manifest versions beyond the newest
+   * `gcKeepManifestVersions`, and generation folders of abandoned flushes older than
+   * `gcGraceMs`. Fencing stays sound while it runs (fence sentinels are never collected; see
+   * the README, "Running a shard for months"). With `false`, nothing is removed unless asked:
+   * {@link ShardWriter.collectGarbage}, {@link collectGarbage}, `memwal gc`.
+   * @defaultValue true
+   */
+  gc?: boolean
+  /**
+   * Milliseconds between background collections (1 to 86,400,000).
+   * @defaultValue 60000
+   */
+  gcIntervalMs?: number
+  /**
+   * Manifest versions collection keeps, newest first (at least 2).
+   * @defaultValue 10
+   */
+  gcKeepManifestVersions?: number
+  /**
+   * How old, in milliseconds, an abandoned generation folder (of a flush that lost to a
+   * committed generation) must be before collection removes it (up to 7 days).
+   * @defaultValue 600000 (10 minutes)
+   */
+  gcGraceMs?: number
+  /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
    * region, endpoint, credentials… See {@link StorageOptions}.
    * @defaultValue none (configuration from the environment)
@@ -158,7 +184,11 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   maxMemtableAgeMs: 'number or null',
   maxUnflushedMemtableBytes: 'number',
   requestIdRetentionMs: 'number',
+  gcIntervalMs: 'number',
+  gcKeepManifestVersions: 'number',
+  gcGraceMs: 'number',
   durableWrite: 'boolean',
+  gc: 'boolean',
   enableMemtable: 'boolean',
   ignoreUnknownFields: 'boolean',
   signal: 'deadline',
@@ -399,4 +429,50 @@ export function callDeadlineOf(what: string, options: unknown, withTimeout: bool
   }
   rejectUnknownOptions(options, withTimeout ? ['signal', 'timeoutMs'] : ['signal'])
   return deadlineOf(what, options, withTimeout)
+}
+
+/** Options of {@link collectGarbage}: which shard, and what it may remove. */
+export interface GcOptions extends ShardOptions {
+  /**
+   * Manifest versions to keep, newest first (at least 2).
+   * @defaultValue 10
+   */
+  keepManifestVersions?: number
+  /**
+   * How old, in milliseconds, an abandoned generation folder must be before it is removed.
+   * @defaultValue 600000 (10 minutes)
+   */
+  graceMs?: number
+  /**
+   * Report what would be removed, and remove nothing.
+   * @defaultValue false
+   */
+  dryRun?: boolean
+}
+
+/** What {@link collectGarbage} may remove, checked: the binding's `NativeGcOptions`. */
+const GC_OPTIONS = { keepManifestVersions: 'number', graceMs: 'number', dryRun: 'boolean' } as const
+
+/** Checks the options of `collectGarbage` (`what`): the shard's, then what it may remove. */
+export function gcOptionsOf(
+  what: string,
+  options: unknown,
+): ReturnType<typeof shardOptionsOf> & { gc: { keepManifestVersions?: number; graceMs?: number; dryRun?: boolean } } {
+  if (options === undefined) options = {}
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what}: expected an options object (or none), got ${describeValue(options)}`)
+  }
+  rejectUnknownOptions(options, [...Object.keys(SHARD_OPTIONS), ...Object.keys(GC_OPTIONS)])
+  const rest: Record<string, unknown> = { ...options }
+  const gc: Record<string, number | boolean> = {}
+  for (const [key, kind] of Object.entries(GC_OPTIONS)) {
+    const v = rest[key]
+    delete rest[key]
+    if (v === undefined) continue
+    if (typeof v !== kind) {
+      throw new InvalidArgumentError(`invalid option ${key}: expected a ${kind}, got ${describeValue(v)}`)
+    }
+    gc[key] = v as number | boolean
+  }
+  return { ...shardOptionsOf(what, rest), gc }
 }

@@ -5,7 +5,7 @@ import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
 import { withDeadline } from './deadline.js'
-import { ClosedError, InvalidArgumentError, call, describeValue } from './errors.js'
+import { AbortError, ClosedError, InvalidArgumentError, call, describeValue } from './errors.js'
 import { manifestOf } from './holder.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
@@ -132,7 +132,8 @@ export class WalTailer {
   }
 
   /**
-   * The first position with no entry; every position below it holds one.
+   * The first position with no entry; every position from {@link WalTailer.firstPosition} up
+   * to it holds one.
    * @throws {CorruptError} if that slot is a hole: empty, with an entry after it (found from
    * the hole's last slot; {@link WalTailer.verify} checks the whole WAL)
    */
@@ -142,8 +143,18 @@ export class WalTailer {
   }
 
   /**
-   * Checks the whole WAL for a hole, an empty slot below a written one (left by an entry deleted
-   * outside memwal), with one listing of the WAL.
+   * The first position garbage collection has not removed: the shard's WAL low-water mark plus
+   * one (1 while nothing was collected). Entries below it may be gone; their rows are in the
+   * shard's flushed generations.
+   */
+  async firstPosition(): Promise<number> {
+    requireOpen(this.#closed, 'WalTailer')
+    return call(() => this.#native.firstPosition())
+  }
+
+  /**
+   * Checks the WAL above its low-water mark for a hole, an empty slot below a written one (left
+   * by an entry deleted outside memwal), with one listing of the WAL.
    * @throws {CorruptError} naming the first such slot
    */
   async verify(): Promise<void> {
@@ -153,6 +164,8 @@ export class WalTailer {
 
   /**
    * The entry at `position` (≥ 1), or `null` if there is none yet.
+   * @throws {TruncatedError} if garbage collection removed it; `firstAvailable` says where to
+   * resume
    * @throws {CorruptError} if the slot is a hole (empty, with an entry after it), or holds a
    * damaged entry or one that belongs elsewhere
    */
@@ -172,6 +185,45 @@ export class WalTailer {
   }
 
   /**
+   * Yields every WAL entry from `options.from` on, in position order, as it lands: entries that
+   * exist at once, then each new one, polling the next slot every `pollIntervalMs` while there
+   * is none. Fence sentinels are yielded too (`isSentinel`, no table). It never ends by itself:
+   * `break` out of the loop, abort `options.signal`, or close the tailer. To resume after a
+   * restart, save `entry.position + 1` and pass it as `from`.
+   *
+   * @param options - `from`: the first position (default: {@link WalTailer.firstPosition});
+   * `pollIntervalMs` (default 100); `signal` ends the iteration with an {@link AbortError}
+   * @throws {TruncatedError} if a position it reaches was removed by garbage collection (the
+   * follower fell behind the low-water mark): resume from `firstAvailable`
+   * @throws {CorruptError} if the WAL has a hole, or an entry is damaged
+   *
+   * @example
+   * ```ts
+   * for await (const entry of tailer.follow({ from: saved })) {
+   *   if (entry.table !== null) await forward(entry.table)
+   *   saved = entry.position + 1
+   * }
+   * ```
+   */
+  async *follow(options?: FollowOptions): AsyncGenerator<WalEntry, void, undefined> {
+    const { from, pollIntervalMs, signal } = followOptionsOf(options)
+    let position = from ?? (await this.firstPosition())
+    while (true) {
+      if (signal?.aborted) {
+        throw new AbortError('WalTailer.follow was aborted', { cause: signal.reason })
+      }
+      requireOpen(this.#closed, 'WalTailer')
+      const entry = await this.read(position)
+      if (entry !== null) {
+        yield entry
+        position += 1
+        continue
+      }
+      await sleep(pollIntervalMs, signal)
+    }
+  }
+
+  /**
    * Releases the tailer: later calls reject with {@link ClosedError}. Never fails. Idempotent.
    */
   async close(): Promise<void> {
@@ -182,4 +234,62 @@ export class WalTailer {
   async [Symbol.asyncDispose](): Promise<void> {
     return this.close()
   }
+}
+
+/** Options of {@link WalTailer.follow}. */
+export interface FollowOptions {
+  /**
+   * The first position to yield (≥ 1).
+   * @defaultValue the tailer's {@link WalTailer.firstPosition}
+   */
+  from?: number
+  /**
+   * Milliseconds between looks at the next slot while it is empty (1 to 60,000).
+   * @defaultValue 100
+   */
+  pollIntervalMs?: number
+  /**
+   * Ends the iteration: the loop rejects with an {@link AbortError} at its next step.
+   * @defaultValue none
+   */
+  signal?: AbortSignal
+}
+
+/** Checks the options of `follow`. */
+function followOptionsOf(options: unknown): { from?: number; pollIntervalMs: number; signal?: AbortSignal } {
+  if (options === undefined) options = {}
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`follow: expected an options object (or none), got ${describeValue(options)}`)
+  }
+  const o = options as Record<string, unknown>
+  for (const key of Object.keys(o)) {
+    if (!['from', 'pollIntervalMs', 'signal'].includes(key)) {
+      throw new InvalidArgumentError(`follow: unknown option \`${key.slice(0, 100)}\`; known options: from, pollIntervalMs, signal`)
+    }
+  }
+  const whole = (name: string, v: unknown, min: number, max: number): number => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      throw new InvalidArgumentError(`follow: ${name} must be an integer from ${min} to ${max}, got ${describeValue(v)}`)
+    }
+    return v
+  }
+  const from = o.from === undefined ? undefined : whole('from', o.from, 1, Number.MAX_SAFE_INTEGER)
+  const pollIntervalMs = o.pollIntervalMs === undefined ? 100 : whole('pollIntervalMs', o.pollIntervalMs, 1, 60_000)
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError(`follow: signal must be an AbortSignal, got ${describeValue(o.signal)}`)
+  }
+  return { from, pollIntervalMs, signal: o.signal as AbortSignal | undefined }
+}
+
+/** Waits `ms`, or until `signal` aborts (then resolves at once: the caller checks it). */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -8,7 +8,7 @@
 
 import { type Table, tableFromIPC } from 'apache-arrow'
 
-import { NativeShardWriter, type NativeWriteTicket } from '../native.js'
+import { type GcReport, NativeShardWriter, type NativeWriteTicket } from '../native.js'
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
@@ -266,6 +266,17 @@ export class ShardWriter {
   /** Resolves when every frozen MemTable is flushed as a Parquet generation. */
   async waitForFlushDrain(): Promise<void> {
     return call(() => this.#native.waitForFlushDrain())
+  }
+
+  /**
+   * Collects garbage in this writer's shard now, with its `gc*` options, whether or not
+   * background collection (`gc`) is on. See {@link collectGarbage} for what is removed.
+   * @returns what was removed
+   * @throws {ClosedError} after `close`
+   * @throws {IoError} if the store fails (a rerun continues)
+   */
+  async collectGarbage(): Promise<GcReport> {
+    return call(() => this.#native.collectGarbage())
   }
 
   /**

@@ -21,7 +21,9 @@ pub const MAX_RETRY_BASE_DELAY_MS: u64 = 60_000;
 pub const MAX_WAL_FLUSH_INTERVAL_MS: u64 = 86_400_000;
 /// Upper bound on `max_memtable_age_ms` (seven days).
 pub const MAX_MEMTABLE_AGE_MS: u64 = 7 * 86_400_000;
-/// Upper bound on `request_id_retention_ms` (seven days).
+/// Upper bound on `gc_keep_manifest_versions`.
+pub const MAX_KEEP_MANIFEST_VERSIONS: u64 = 1_000_000;
+/// Upper bound on `request_id_retention_ms` and `gc_grace_ms` (seven days).
 pub const MAX_REQUEST_ID_RETENTION_MS: u64 = 7 * 86_400_000;
 /// Cap on a single retry backoff sleep (reference §3.2: 5 s).
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
@@ -88,6 +90,18 @@ pub struct WriterConfig {
     /// and opening a shard reads one small object per generation flushed within the window.
     /// MemTable mode; in WAL-only mode ids are remembered by this writer only.
     pub request_id_retention_ms: u64,
+    /// Whether the writer collects garbage in the background (see [`crate::gc`]): WAL entries
+    /// whose rows are in committed generations, old manifest versions and abandoned generation
+    /// folders. Default `true`. With `false` nothing is removed unless asked
+    /// ([`crate::ShardWriter::collect_garbage`], [`crate::gc::collect`], `memwal gc`).
+    pub gc: bool,
+    /// How often background collection runs, in milliseconds. Default 60,000.
+    pub gc_interval_ms: u64,
+    /// Manifest versions collection keeps (at least 2). Default 10.
+    pub gc_keep_manifest_versions: u64,
+    /// How old an abandoned generation folder must be before collection removes it, in
+    /// milliseconds. Default 600,000 (10 minutes).
+    pub gc_grace_ms: u64,
 }
 
 impl Default for WriterConfig {
@@ -106,6 +120,10 @@ impl Default for WriterConfig {
             max_unflushed_memtable_bytes: 1024 * 1024 * 1024,
             ignore_unknown_fields: false,
             request_id_retention_ms: 600_000,
+            gc: true,
+            gc_interval_ms: 60_000,
+            gc_keep_manifest_versions: 10,
+            gc_grace_ms: 600_000,
         }
     }
 }
@@ -156,6 +174,27 @@ impl WriterConfig {
                 self.wal_persist_retry_base_delay_ms
             )));
         }
+        if self.gc_interval_ms == 0 || self.gc_interval_ms > MAX_WAL_FLUSH_INTERVAL_MS {
+            return Err(Error::invalid(format!(
+                "invalid config: gc_interval_ms must be between 1 and {MAX_WAL_FLUSH_INTERVAL_MS} (one day), got {}",
+                self.gc_interval_ms
+            )));
+        }
+        if self.gc_keep_manifest_versions < crate::gc::MIN_KEEP_MANIFEST_VERSIONS
+            || self.gc_keep_manifest_versions > MAX_KEEP_MANIFEST_VERSIONS
+        {
+            return Err(Error::invalid(format!(
+                "invalid config: gc_keep_manifest_versions must be between {} and {MAX_KEEP_MANIFEST_VERSIONS}, got {}",
+                crate::gc::MIN_KEEP_MANIFEST_VERSIONS,
+                self.gc_keep_manifest_versions
+            )));
+        }
+        if self.gc_grace_ms > MAX_REQUEST_ID_RETENTION_MS {
+            return Err(Error::invalid(format!(
+                "invalid config: gc_grace_ms must be between 0 and {MAX_REQUEST_ID_RETENTION_MS} (7 days), got {}",
+                self.gc_grace_ms
+            )));
+        }
         if self.request_id_retention_ms > MAX_REQUEST_ID_RETENTION_MS {
             return Err(Error::invalid(format!(
                 "invalid config: request_id_retention_ms must be between 0 and {MAX_REQUEST_ID_RETENTION_MS} (7 days), got {}",
@@ -183,6 +222,15 @@ impl WriterConfig {
                     .collect::<Vec<_>>()
                     .join(", ")
             ))),
+        }
+    }
+
+    /// What background and on-demand collection by this writer may remove.
+    pub(crate) fn gc_options(&self) -> crate::gc::GcOptions {
+        crate::gc::GcOptions {
+            keep_manifest_versions: self.gc_keep_manifest_versions,
+            grace: Duration::from_millis(self.gc_grace_ms),
+            dry_run: false,
         }
     }
 
@@ -287,6 +335,22 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
     }),
     ("requestIdRetentionMs", |c, name, v| {
         c.request_id_retention_ms = uint(name, v)?;
+        Ok(())
+    }),
+    ("gc", |c, name, v| {
+        c.gc = boolean(name, v)?;
+        Ok(())
+    }),
+    ("gcIntervalMs", |c, name, v| {
+        c.gc_interval_ms = uint(name, v)?;
+        Ok(())
+    }),
+    ("gcKeepManifestVersions", |c, name, v| {
+        c.gc_keep_manifest_versions = uint(name, v)?;
+        Ok(())
+    }),
+    ("gcGraceMs", |c, name, v| {
+        c.gc_grace_ms = uint(name, v)?;
         Ok(())
     }),
 ];

@@ -37,6 +37,9 @@ pub enum ErrorCode {
     /// The object store did not answer within its time budget (connect, request or retry
     /// budget), or a caller's deadline passed. The operation may still have taken effect.
     Timeout,
+    /// A WAL position that garbage collection has removed was read. Resume from the first
+    /// available position the error carries.
+    Truncated,
 }
 
 impl ErrorCode {
@@ -50,6 +53,7 @@ impl ErrorCode {
             ErrorCode::Corrupt => "CORRUPT",
             ErrorCode::Io => "IO",
             ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::Truncated => "TRUNCATED",
         }
     }
 }
@@ -153,6 +157,15 @@ pub enum Error {
         #[source]
         source: Option<Source>,
     },
+    /// A WAL position at or below the shard's low-water mark whose entry was collected
+    /// (see [`crate::gc`]).
+    #[error("{message}")]
+    Truncated {
+        /// Which position, and where to resume.
+        message: String,
+        /// The first WAL position that is still available (the low-water mark plus one).
+        first_available: u64,
+    },
     /// An object-store or local I/O failure.
     #[error("{message}")]
     Io {
@@ -176,6 +189,29 @@ impl Error {
             Error::Corrupt { .. } => ErrorCode::Corrupt,
             Error::Io { .. } => ErrorCode::Io,
             Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Truncated { .. } => ErrorCode::Truncated,
+        }
+    }
+
+    /// For [`Error::Truncated`], the first WAL position still available; `None` for every
+    /// other error.
+    pub fn first_available(&self) -> Option<u64> {
+        match self {
+            Error::Truncated {
+                first_available, ..
+            } => Some(*first_available),
+            _ => None,
+        }
+    }
+
+    /// `Truncated` for `position` of `shard`, whose entries up to `low_water` may be gone.
+    pub(crate) fn truncated(shard: uuid::Uuid, position: u64, low_water: u64) -> Self {
+        Error::Truncated {
+            message: format!(
+                "WAL entry {position} of shard {shard} was removed by garbage collection (its rows are in flushed generations); the first available position is {}. Resume from there, or read the generations for older rows",
+                low_water + 1
+            ),
+            first_available: low_water + 1,
         }
     }
 

@@ -23,6 +23,7 @@ pub mod batch_store;
 pub mod config;
 pub mod error;
 pub mod flush;
+pub mod gc;
 pub mod holder;
 pub mod manifest;
 pub mod memtable;

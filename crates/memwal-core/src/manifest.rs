@@ -15,6 +15,10 @@
 //!   `holder`). Optional: a manifest written before them has no holder, reported as unknown;
 //! - `shard_name` (1007): the shard's name, for a shard opened by name (its id is derived from
 //!   the name: see [`crate::shard`]); absent for a shard opened by id;
+//! - `wal_low_water` (1008): the WAL low-water mark. Entries at or below it may have been
+//!   collected (see [`crate::gc`]); a missing one there is *truncated*, not a hole, and no
+//!   writer ever writes there. Every generation commit raises it to the new replay cursor;
+//!   it never moves down. 0 (absent): nothing may have been collected;
 //! - in each `FlushedGeneration`, `checksum` (1001): CRC32C of the generation file;
 //!   `request_ids_newest_ms` (1002) and `request_ids_checksum` (1003): present when the
 //!   generation's directory holds `request_ids.json` (the request ids of its puts, see
@@ -158,6 +162,10 @@ pub struct ShardManifest {
     /// memwal: the shard's name, if it was opened by name.
     #[prost(string, optional, tag = "1007")]
     pub shard_name: Option<String>,
+    /// memwal: the WAL low-water mark: entries at or below it may have been collected. It is
+    /// at most `replay_after_wal_entry_position` and never decreases. See [`crate::gc`].
+    #[prost(uint64, tag = "1008")]
+    pub wal_low_water: u64,
 }
 
 impl ShardManifest {

@@ -326,36 +326,52 @@ impl WalTailer {
         })
     }
 
-    /// The first position with no entry (the tip). Positions below it all hold entries.
+    /// The manifest's WAL position hint and low-water mark, `(0, 0)` for a shard with no
+    /// manifest yet. The manifest is only a hint here: a damaged one must not stop a tailer
+    /// from finding the tip (it then probes from the start).
+    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
+        match self.manifests.read_latest().await {
+            Ok(Some(m)) => Ok((
+                m.wal_entry_position_last_seen
+                    .max(m.replay_after_wal_entry_position),
+                m.wal_low_water,
+            )),
+            Ok(None) => Ok((0, 0)),
+            Err(e) if e.code() == ErrorCode::Corrupt => Ok((0, 0)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The first position with no entry (the tip). Positions from [`WalTailer::first_position`]
+    /// up to it all hold entries.
     ///
     /// # Errors
     /// `Corrupt` naming the slot if the first empty slot found has an entry after it (a hole
     /// in the WAL, see [`crate::wal`]).
     pub async fn next_position(&self) -> Result<u64> {
-        // The manifest is only a hint here: a damaged one must not stop a tailer from finding
-        // the tip (it then probes from the start).
-        let hint = match self.manifests.read_latest().await {
-            Ok(Some(m)) => m
-                .wal_entry_position_last_seen
-                .max(m.replay_after_wal_entry_position),
-            Ok(None) => 0,
-            Err(e) if e.code() == ErrorCode::Corrupt => 0,
-            Err(e) => return Err(e),
-        };
-        let tip = wal::discover_tip(&self.store, &self.paths, hint).await?;
+        let (hint, low_water) = self.hint_and_low_water().await?;
+        let tip = wal::discover_tip(&self.store, &self.paths, hint, low_water).await?;
         match wal::hole_at(&self.store, &self.paths, tip).await? {
             Some(gap) => Err(gap.error(&self.paths)),
             None => Ok(tip),
         }
     }
 
-    /// Checks the whole WAL for a hole (an empty slot below a written one) with one LIST: what
-    /// [`WalTailer::read`] and [`WalTailer::next_position`] only see where they look.
+    /// The first position garbage collection has not removed: the low-water mark plus one
+    /// (1 while nothing was collected). Every entry from here to the tip is readable.
+    pub async fn first_position(&self) -> Result<u64> {
+        Ok(self.hint_and_low_water().await?.1 + 1)
+    }
+
+    /// Checks the WAL above the low-water mark for a hole (an empty slot below a written one)
+    /// with one LIST: what [`WalTailer::read`] and [`WalTailer::next_position`] only see where
+    /// they look.
     ///
     /// # Errors
     /// `Corrupt` naming the first such slot.
     pub async fn verify(&self) -> Result<()> {
-        match wal::find_gap(&self.store, &self.paths, 0).await? {
+        let (_, low_water) = self.hint_and_low_water().await?;
+        match wal::find_gap(&self.store, &self.paths, low_water).await? {
             Some(gap) => Err(gap.error(&self.paths)),
             None => Ok(()),
         }
@@ -364,20 +380,28 @@ impl WalTailer {
     /// The entry at `position` (1-based), or `None` if there is none yet.
     ///
     /// # Errors
-    /// `Corrupt` naming the slot if it is empty but the next one holds an entry (a hole in the
-    /// WAL, see [`crate::wal`]), or if the entry is damaged or belongs elsewhere.
+    /// `Truncated` (carrying the first available position) if the slot is empty and at or
+    /// below the low-water mark: garbage collection removed it. `Corrupt` naming the slot if
+    /// it is empty above the mark but the next one holds an entry (a hole in the WAL, see
+    /// [`crate::wal`]), or if the entry is damaged or belongs elsewhere.
     pub async fn read(&self, position: u64) -> Result<Option<WalEntry>> {
         if position == 0 {
             return Err(Error::invalid(
                 "WAL positions start at 1; position 0 holds no entry",
             ));
         }
-        match wal::read_entry(&self.store, &self.paths, position).await? {
-            Some(entry) => Ok(Some(entry)),
-            None => match wal::hole_at(&self.store, &self.paths, position).await? {
-                Some(gap) => Err(gap.error(&self.paths)),
-                None => Ok(None),
-            },
+        if let Some(entry) = wal::read_entry(&self.store, &self.paths, position).await? {
+            return Ok(Some(entry));
+        }
+        // The mark is read after the slot was found empty: a collection that emptied it had
+        // committed the mark first.
+        let (_, low_water) = self.hint_and_low_water().await?;
+        if position <= low_water {
+            return Err(Error::truncated(self.paths.shard_id(), position, low_water));
+        }
+        match wal::hole_at(&self.store, &self.paths, position).await? {
+            Some(gap) => Err(gap.error(&self.paths)),
+            None => Ok(None),
         }
     }
 }

@@ -596,6 +596,14 @@ impl Store {
         }
     }
 
+    /// Deletes the object at `path`; deleting a missing object succeeds.
+    pub(crate) async fn delete(&self, path: &Path) -> object_store::Result<()> {
+        match self.object_store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Every object under `prefix` (recursive).
     pub(crate) async fn list(&self, prefix: &Path) -> object_store::Result<Vec<ObjectMeta>> {
         self.object_store.list(Some(prefix)).try_collect().await

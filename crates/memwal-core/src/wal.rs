@@ -219,7 +219,9 @@ impl Gap {
 }
 
 /// The first empty WAL position, starting the search at `hint` (a position believed to
-/// exist, or 0): HEAD probes forward from the hint, then a LIST if the hint is wrong.
+/// exist, or 0) and never below `low_water + 1`, the manifest's low-water mark (entries at or
+/// below it may have been collected, so an empty slot there says nothing about the tip):
+/// HEAD probes forward from the hint, then a LIST if the hint is wrong.
 ///
 /// Positions are filled in order (if entry N is not written, N+1 does not exist), so "exists"
 /// is monotone past the hint. The search gallops (hint+1, +2, +4, … +2^15, probed at once),
@@ -227,7 +229,12 @@ impl Gap {
 /// round trips whatever the distance. A new writer's hint is often far behind the tip, since
 /// the manifest's `wal_entry_position_last_seen` only moves at generation flushes; probing one
 /// by one made claiming a live shard cost one round trip per unflushed entry.
-pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Result<u64> {
+pub async fn discover_tip(
+    store: &Store,
+    paths: &ShardPaths,
+    hint: u64,
+    low_water: u64,
+) -> Result<u64> {
     let exists = |p: u64| async move {
         store.exists(&paths.wal_entry(p)).await.map_err(|e| {
             Error::io(
@@ -241,7 +248,9 @@ pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Resul
         let found = futures::future::try_join_all(positions.iter().map(|p| exists(*p))).await?;
         Ok::<_, Error>(found.iter().position(|e| !e))
     };
-    let start = hint.max(1);
+    // Nothing is collected above the low-water mark, so from there on the WAL is gap-free.
+    let floor = low_water + 1;
+    let start = hint.max(floor);
     if exists(start).await? {
         // Invariant: `lo` exists and `hi` was empty when probed.
         let mut lo = start;
@@ -278,8 +287,8 @@ pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Resul
             }
             return Ok(hi);
         }
-    } else if start == 1 {
-        return Ok(1);
+    } else if start == floor {
+        return Ok(floor);
     }
     let listing = store
         .list(&paths.wal_dir())
@@ -290,5 +299,6 @@ pub async fn discover_tip(store: &Store, paths: &ShardPaths, hint: u64) -> Resul
         .filter_map(|m| m.location.filename().and_then(parse_bitrev64_name))
         .max()
         .unwrap_or(0);
-    Ok(max + 1)
+    // Kept fence sentinels may be listed below the mark (see `crate::gc`).
+    Ok((max + 1).max(floor))
 }

@@ -436,6 +436,20 @@ impl ShardWriter {
         Ok(out)
     }
 
+    /// Collects garbage in this writer's shard now, with this writer's `gc_*` options, and
+    /// says what was removed. Runs whether or not background collection (`gc`) is on; see
+    /// [`crate::gc`] for what is removed and why it is safe while writers run.
+    ///
+    /// # Errors
+    /// `Closed` after `close`/`abort`; `Io`/`Timeout` if the store fails (a rerun continues).
+    pub async fn collect_garbage(&self) -> Result<crate::gc::GcReport> {
+        let inner = self.inner.clone();
+        if inner.lock().lifecycle != Lifecycle::Open {
+            return Err(inner.closed_error());
+        }
+        inner.collect_garbage().await
+    }
+
     fn take_tasks(&self) -> Option<BackgroundTasks> {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -487,8 +501,8 @@ impl ShardWriter {
         let _ = inner.wal_tx.send(WalMsg::Shutdown);
         let _ = inner.gen_tx.send(GenerationMsg::Shutdown);
         if let Some(tasks) = self.take_tasks() {
-            if let Some(sealer) = tasks.age_sealer {
-                sealer.abort();
+            for timer in &tasks.periodic {
+                timer.abort();
             }
             for (name, t) in [
                 ("generation-flusher", tasks.generation_flusher),
@@ -539,8 +553,8 @@ impl ShardWriter {
     pub async fn abort(&self) -> Result<()> {
         self.inner.lock().lifecycle = Lifecycle::Closed;
         if let Some(tasks) = self.take_tasks() {
-            if let Some(sealer) = &tasks.age_sealer {
-                sealer.abort();
+            for timer in &tasks.periodic {
+                timer.abort();
             }
             tasks.wal_handler.abort();
             tasks.generation_flusher.abort();
@@ -555,8 +569,8 @@ impl ShardWriter {
 impl Drop for ShardWriter {
     fn drop(&mut self) {
         if let Some(tasks) = self.take_tasks() {
-            if let Some(sealer) = &tasks.age_sealer {
-                sealer.abort();
+            for timer in &tasks.periodic {
+                timer.abort();
             }
             tasks.wal_handler.abort();
             tasks.generation_flusher.abort();

@@ -229,6 +229,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
             proptest::option::of(any::<u32>()),
             proptest::option::of(any::<u64>()),
             proptest::option::of("\\PC{0,40}"),
+            any::<u64>(),
         ),
     )
         .prop_map(
@@ -236,7 +237,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 (version, writer_epoch, replay, last_seen, current_generation),
                 flushed_generations,
                 (shard_spec_id, shard_id, status, arrow_schema, writer_id),
-                (writer_host, writer_pid, claimed_at_ms, shard_name),
+                (writer_host, writer_pid, claimed_at_ms, shard_name, wal_low_water),
             )| ShardManifest {
                 shard_id: shard_id.map(|u| ProtoUuid { uuid: u.to_vec() }),
                 version,
@@ -255,6 +256,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 writer_pid,
                 claimed_at_ms,
                 shard_name,
+                wal_low_water,
             },
         )
 }

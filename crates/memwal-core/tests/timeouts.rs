@@ -84,7 +84,8 @@ impl Drop for StubServer {
     }
 }
 
-/// One connection: reads requests; answers 404 to each, or holds the connection silently
+/// One connection: reads requests; answers each as an empty bucket would (404, or an empty
+/// listing), or holds the connection silently
 /// from the first whose path contains `silent_on`.
 async fn serve(socket: TcpStream, silent_on: &str) {
     let (read, mut write) = socket.into_split();
@@ -119,7 +120,16 @@ async fn serve(socket: TcpStream, silent_on: &str) {
             // Accepted, read, never answered: hold the connection until the test ends.
             std::future::pending::<()>().await;
         }
-        let reply = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+        // A listing of an empty prefix is an empty result, as S3 answers it.
+        let reply = if path.contains("list-type=2") {
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>bucket</Name><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>";
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/xml\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        } else {
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
+        };
         if write.write_all(reply.as_bytes()).await.is_err() {
             return;
         }

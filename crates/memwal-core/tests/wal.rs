@@ -450,7 +450,7 @@ async fn the_tip_is_found_in_a_few_rounds_of_heads() {
         for hint in [0, 1, n / 3, n.saturating_sub(1), n] {
             let heads = store.faults().wal_heads();
             let started = tokio::time::Instant::now();
-            let tip = memwal_core::wal::discover_tip(store, &paths, hint)
+            let tip = memwal_core::wal::discover_tip(store, &paths, hint, 0)
                 .await
                 .unwrap();
             assert_eq!(tip, n + 1, "tip of a {n}-entry WAL from hint {hint}");

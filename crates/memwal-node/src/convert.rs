@@ -312,6 +312,9 @@ pub struct NativeManifest {
     pub replay_after_wal_entry_position: f64,
     /// A hint of the WAL tip when the manifest was written; not authoritative.
     pub wal_entry_position_last_seen: f64,
+    /// The WAL low-water mark: entries at or below it may have been removed by garbage
+    /// collection (their rows are in flushed generations).
+    pub wal_low_water: f64,
     /// The generation number the next flushed MemTable gets.
     pub current_generation: f64,
     /// Flushed generations, oldest first.
@@ -347,6 +350,7 @@ impl From<&ShardManifest> for NativeManifest {
             writer_epoch: m.writer_epoch as f64,
             replay_after_wal_entry_position: m.replay_after_wal_entry_position as f64,
             wal_entry_position_last_seen: m.wal_entry_position_last_seen as f64,
+            wal_low_water: m.wal_low_water as f64,
             current_generation: m.current_generation as f64,
             flushed_generations: m.flushed_generations.iter().map(Into::into).collect(),
             writer_id: m.writer_id.clone(),

@@ -7,7 +7,8 @@
 //! A fence that names the shard's holder adds it to the tag as a JSON object,
 //! `[memwal:FENCED:PeerClaimedEpoch:holder={"writerId":…}] `, with every `]` escaped as
 //! `\u005d` (the object holds no arrays, so a `]` can only occur inside a string) so the tag
-//! still ends at its first `]`. The error's `source()` chain follows as indented "Caused by:"
+//! still ends at its first `]`. A `TRUNCATED` error carries the first available WAL position,
+//! `[memwal:TRUNCATED:first=6] `. The error's `source()` chain follows as indented "Caused by:"
 //! lines.
 
 use memwal_core::{Error, ShardHolder};
@@ -27,7 +28,10 @@ pub fn tagged(e: &Error) -> String {
             holder_json(h)
         ),
         (Some(r), None) => format!("[memwal:{}:{}] {e}", e.code().as_str(), r.as_str()),
-        (None, _) => format!("[memwal:{}] {e}", e.code().as_str()),
+        (None, _) => match e.first_available() {
+            Some(first) => format!("[memwal:{}:first={first}] {e}", e.code().as_str()),
+            None => format!("[memwal:{}] {e}", e.code().as_str()),
+        },
     };
     for cause in e.causes() {
         msg.push_str("\n  Caused by: ");

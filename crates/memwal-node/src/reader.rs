@@ -154,6 +154,12 @@ impl NativeWalTailer {
         Ok(self.inner.next_position().await.napi()? as f64)
     }
 
+    /// The first position garbage collection has not removed (the low-water mark plus one).
+    #[napi(catch_unwind)]
+    pub async fn first_position(&self) -> napi::Result<f64> {
+        Ok(self.inner.first_position().await.napi()? as f64)
+    }
+
     /// Rejects (CORRUPT) if the WAL has a hole: an empty slot below a written one.
     #[napi(catch_unwind)]
     pub async fn verify(&self) -> napi::Result<()> {

@@ -2,10 +2,11 @@
 
 use std::collections::HashMap;
 
-use memwal_core::Store;
+use memwal_core::{ShardRef, Store};
 use napi_derive::napi;
 
 use crate::error::{IntoNapi, invalid};
+use crate::gc::{NativeGcOptions, NativeGcReport, gc_options};
 
 /// Handle on an object store (a local directory, an in-memory store, or a URI).
 #[napi]
@@ -87,6 +88,21 @@ impl NativeObjectStore {
     #[napi(catch_unwind)]
     pub fn wal_put_attempts(&self) -> f64 {
         self.inner.faults().wal_put_attempts() as f64
+    }
+
+    /// Collects garbage in `shard` (a name or an id): see `memwal_core::gc`.
+    #[napi(catch_unwind)]
+    pub async fn collect_garbage(
+        &self,
+        shard: String,
+        options: Option<NativeGcOptions>,
+    ) -> napi::Result<NativeGcReport> {
+        let shard = ShardRef::parse(&shard).napi()?;
+        let options = gc_options(options)?;
+        Ok(memwal_core::gc::collect(&self.inner, shard, &options)
+            .await
+            .napi()?
+            .into())
     }
 
     /// The shards in this store (with a manifest), and the shard folders without one.

@@ -17,6 +17,7 @@ use crate::convert::{
 };
 use crate::durable::{Args as DurableArgs, DurableRelay};
 use crate::error::{IntoNapi, invalid};
+use crate::gc::NativeGcReport;
 use crate::put_data::{PutData, PutDecoder};
 use crate::rows::RowReader;
 use crate::store::NativeObjectStore;
@@ -226,6 +227,12 @@ impl NativeShardWriter {
     #[napi(catch_unwind)]
     pub async fn wait_for_flush_drain(&self) -> napi::Result<()> {
         self.inner.wait_for_flush_drain().await.napi()
+    }
+
+    /// Collects garbage in this writer's shard now, with its options.
+    #[napi(catch_unwind)]
+    pub async fn collect_garbage(&self) -> napi::Result<NativeGcReport> {
+        Ok(self.inner.collect_garbage().await.napi()?.into())
     }
 
     /// Fails with FENCED if another writer claimed the shard.

@@ -253,6 +253,9 @@ impl GenerationFlusher {
                 let mut next = latest.clone();
                 next.replay_after_wal_entry_position =
                     latest.replay_after_wal_entry_position.max(covered);
+                // Every row up to the cursor is in a committed generation, so its entries may
+                // go (`crate::gc`).
+                next.wal_low_water = next.replay_after_wal_entry_position;
                 next.wal_entry_position_last_seen =
                     latest.wal_entry_position_last_seen.max(covered);
                 next.current_generation = latest.current_generation.max(generation + 1);

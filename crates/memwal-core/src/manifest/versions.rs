@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{ProtoUuid, ShardManifest, ShardStatus, check_same_schema, encode_schema};
 use crate::error::{Error, Result};
 use crate::shard::ShardName;
-use crate::store::{CreateOutcome, ShardPaths, Store};
+use crate::store::{CreateOutcome, ShardPaths, Store, parse_bitrev64_name};
 
 /// Where a manifest version came from and what it says.
 #[derive(Debug, Clone)]
@@ -51,7 +51,8 @@ impl ManifestStore {
             .transpose()
     }
 
-    async fn version_exists(&self, version: u64) -> Result<bool> {
+    /// Whether version `version` exists (one HEAD).
+    pub(crate) async fn version_exists(&self, version: u64) -> Result<bool> {
         self.store
             .exists(&self.paths.manifest(version))
             .await
@@ -83,15 +84,42 @@ impl ManifestStore {
         }
     }
 
-    /// The latest version number, 0 if the shard has no manifest. Versions are gap-free, so
-    /// this reads the hint, then probes forward with growing batches of parallel HEADs.
+    /// The versions in a listing of the manifest directory, ascending.
+    pub(crate) async fn listed_versions(&self) -> Result<Vec<u64>> {
+        let listing = self
+            .store
+            .list(&self.paths.manifest_dir())
+            .await
+            .map_err(|e| {
+                Error::io(
+                    format!("listing the manifest versions of shard {}", self.shard()),
+                    e,
+                )
+            })?;
+        let mut versions: Vec<u64> = listing
+            .iter()
+            .filter_map(|m| m.location.filename().and_then(parse_bitrev64_name))
+            .collect();
+        versions.sort_unstable();
+        Ok(versions)
+    }
+
+    /// The latest version number, 0 if the shard has no manifest. Versions above the oldest
+    /// kept one are gap-free, so this reads the hint, then probes forward with growing
+    /// batches of parallel HEADs.
+    ///
+    /// A hint naming a version that does not exist (a damaged hint, or one left behind on a
+    /// version that garbage collection removed) falls back to a LIST, never to "no manifest":
+    /// taken for an unclaimed shard, a collected history would let a claim recreate version 1.
+    /// Collection removes old versions oldest first, so a version found missing above one
+    /// found present means that one is gone too, and [`ManifestStore::read_latest`] retries.
     pub async fn latest_version(&self) -> Result<u64> {
         let mut known = self.read_hint().await;
         if !self.version_exists(known).await? {
-            if known == 1 || !self.version_exists(1).await? {
-                return Ok(0);
+            match self.listed_versions().await?.last() {
+                Some(&v) => known = v,
+                None => return Ok(0),
             }
-            known = 1;
         }
         let mut batch = 2u64;
         loop {

@@ -22,8 +22,10 @@
 //!   one seed so a failing run can be replayed.
 //! - `pause_at(name)`: the next time memwal reaches the named pause point it waits until the
 //!   test releases it, so a test can start a peer writer at exactly that moment. Points:
-//!   `wal-append-before-put` (an entry is encoded, its PUT not yet issued), `open-before-replay`
-//!   (a new writer claimed its epoch and wrote its fence sentinel), `generation-before-commit`
+//!   `wal-append-before-put` (an entry is encoded, its PUT not yet issued),
+//!   `open-before-sentinel` (a new writer claimed its epoch, its fence sentinel not yet
+//!   written), `open-before-replay` (a new writer claimed its epoch and wrote its fence
+//!   sentinel), `generation-before-commit`
 //!   (a generation file is written, the manifest not yet updated).
 
 use std::collections::HashMap;

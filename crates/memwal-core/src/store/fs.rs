@@ -121,6 +121,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
     fn stat(&self, path: &Path) -> io::Result<FileInfo>;
     /// Names in a directory, with whether each is a directory.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, bool)>>;
+    /// Removes the file at `path` (garbage collection). Not synced: an entry that comes back
+    /// after a crash is collected again.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes the directory at `path`, which must be empty.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> io::Result<bool> {
         match self.stat(path) {
@@ -438,6 +443,14 @@ impl Fs for StdFs {
             is_dir: m.is_dir(),
             modified: m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         })
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {

@@ -345,6 +345,32 @@ impl Shared {
         Ok(created)
     }
 
+    /// Removes the file at `location` (a missing one is not an error, as with an object
+    /// store), then its directory if that is a generation directory left empty: generation
+    /// directory names are never reused, and no other directory is removed, so a directory
+    /// known to exist durably ([`Shared::ensure_dir`]) stays so.
+    fn delete_blocking(&self, location: &Path) -> io::Result<()> {
+        let path = self.fs_path(location);
+        match self.fs.remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        if let Some(dir) = path.parent()
+            && dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("_gen_"))
+            && self.fs.read_dir(dir).is_ok_and(|e| e.is_empty())
+            && self.fs.remove_dir(dir).is_ok()
+        {
+            self.known_dirs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(dir);
+        }
+        Ok(())
+    }
+
     fn list_blocking(&self, prefix: Option<&Path>) -> io::Result<Vec<ObjectMeta>> {
         let base = prefix.map(|p| self.fs_path(p)).unwrap_or(self.root.clone());
         let mut out = Vec::new();
@@ -497,7 +523,20 @@ impl ObjectStore for LocalStore {
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
-        locations.map(|_| Err(not_implemented("delete"))).boxed()
+        let me = self.handle();
+        locations
+            .then(move |location| {
+                let me = me.clone();
+                async move {
+                    let location = location?;
+                    let loc = location.clone();
+                    blocking(move || me.delete_blocking(&loc))
+                        .await?
+                        .map_err(|e| to_store_error(&location, e))?;
+                    Ok(location)
+                }
+            })
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {

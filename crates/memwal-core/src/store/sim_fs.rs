@@ -543,6 +543,42 @@ impl Fs for SimFs {
         }
     }
 
+    /// Unlinks the name now; the directory's synced entries keep it until its next sync, so
+    /// a power loss before that brings it back.
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        let (dir, name) = s.parent_of(path)?;
+        match s.dirs[&dir].entries.get(&name).copied() {
+            Some(Node::File(f)) => {
+                s.dirs.get_mut(&dir).expect("parent").entries.remove(&name);
+                let file = s.files.get_mut(&f).expect("linked file");
+                file.links = file.links.saturating_sub(1);
+                Ok(())
+            }
+            Some(Node::Dir(_)) => Err(is_a_directory(path)),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        let (dir, name) = s.parent_of(path)?;
+        match s.dirs[&dir].entries.get(&name).copied() {
+            Some(Node::Dir(d)) if s.dirs[&d].entries.is_empty() => {
+                s.dirs.get_mut(&dir).expect("parent").entries.remove(&name);
+                Ok(())
+            }
+            Some(Node::Dir(_)) => Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{} is not empty", path.display()),
+            )),
+            Some(Node::File(_)) => Err(not_a_directory(path)),
+            None => Err(not_found(path)),
+        }
+    }
+
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {
         let s = self.lock();
         s.check_alive()?;

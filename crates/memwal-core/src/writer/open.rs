@@ -33,8 +33,25 @@ use crate::wal::{self, StagedSentinel, WalAppender};
 pub(crate) struct BackgroundTasks {
     pub wal_handler: JoinHandle<()>,
     pub generation_flusher: JoinHandle<()>,
-    /// Seals the active MemTable by age (`max_memtable_age_ms`, MemTable mode only).
-    pub age_sealer: Option<JoinHandle<()>>,
+    /// Timers, aborted at close: the age sealer (`max_memtable_age_ms`, MemTable mode) and the
+    /// garbage collector (`gc`).
+    pub periodic: Vec<JoinHandle<()>>,
+}
+
+/// Collects garbage every `interval` while the writer is open (see [`crate::gc`]). A failed
+/// run waits for the next interval: collection is never needed for correctness, so it never
+/// fails the writer. It holds the writer weakly between runs, like [`seal_by_age`].
+async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(inner) = writer.upgrade() else {
+            return;
+        };
+        if inner.lock().lifecycle != Lifecycle::Open || inner.feedback.check().is_err() {
+            return;
+        }
+        let _ = inner.collect_garbage().await;
+    }
 }
 
 /// Freezes the active MemTable once it has held rows for `max_age`. It holds the writer only
@@ -128,11 +145,12 @@ pub(crate) async fn open(
     let cursor = latest
         .as_ref()
         .map_or(0, |m| m.replay_after_wal_entry_position);
+    let low_water = latest.as_ref().map_or(0, |m| m.wal_low_water);
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
         manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name()),
-        wal::discover_tip(&store, &paths, hint),
+        wal::discover_tip(&store, &paths, hint, low_water),
         async {
             // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is not
             // final here: the sentinel write stages again and retries.
@@ -150,6 +168,13 @@ pub(crate) async fn open(
         // Before the sentinel, which would take the hole for the tip and fill it.
         return Err(gap.error(&paths));
     }
+    // Garbage collection may have removed entries up to the claimed version's low-water mark
+    // while the tip was searched from an older manifest; a tip found there is no tip.
+    let tip = if tip <= manifest.wal_low_water {
+        wal::discover_tip(&store, &paths, 0, manifest.wal_low_water).await?
+    } else {
+        tip
+    };
     let epoch = manifest.writer_epoch;
     let mut appender = WalAppender::new(
         store.clone(),
@@ -159,8 +184,18 @@ pub(crate) async fn open(
         tip,
         config.retry_policy(),
     );
+    store.faults().pause_point("open-before-sentinel").await;
     let fence_sentinel_position = if epoch >= 2 {
-        Some(appender.write_fence_sentinel(tip, staged).await?)
+        let at = appender.write_fence_sentinel(tip, staged).await?;
+        // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
+        // low-water mark past our claim's, and then collect the slot the sentinel just took,
+        // where it fences nobody and replay does not look. With no version after our claim
+        // once the sentinel is durable, no entry above our mark was ever collected, so the
+        // sentinel is above every entry a predecessor wrote. A version after ours is a claim.
+        if manifests.version_exists(manifest.version + 1).await? {
+            manifests.check_fenced(epoch).await?;
+        }
+        Some(at)
     } else {
         None
     };
@@ -275,18 +310,30 @@ pub(crate) async fn open(
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
     };
-    let age_sealer = match (config.enable_memtable, config.max_memtable_age_ms) {
-        (true, Some(ms)) => Some(spawn_task(
+    let mut periodic = Vec::new();
+    if let (true, Some(ms)) = (config.enable_memtable, config.max_memtable_age_ms) {
+        periodic.push(spawn_task(
             "memtable-age-sealer",
             feedback.clone(),
             seal_by_age(Arc::downgrade(&inner), Duration::from_millis(ms)),
-        )),
-        _ => None,
-    };
+        ));
+    }
+    // Only generation flushes raise the low-water mark, so a WAL-only writer has nothing to
+    // collect but manifest versions, which it writes one per close.
+    if config.enable_memtable && config.gc {
+        periodic.push(spawn_task(
+            "garbage-collector",
+            feedback.clone(),
+            collect_periodically(
+                Arc::downgrade(&inner),
+                Duration::from_millis(config.gc_interval_ms),
+            ),
+        ));
+    }
     let tasks = BackgroundTasks {
         wal_handler: spawn_task("wal-flush-handler", feedback.clone(), handler.run()),
         generation_flusher: spawn_task("generation-flusher", feedback, flusher.run(gen_rx)),
-        age_sealer,
+        periodic,
     };
     Ok((inner, tasks))
 }

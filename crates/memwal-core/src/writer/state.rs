@@ -231,6 +231,23 @@ impl WriterInner {
         st
     }
 
+    /// One garbage collection of this writer's shard, with its options (see [`crate::gc`]).
+    pub async fn collect_garbage(&self) -> Result<crate::gc::GcReport> {
+        let manifest = self.manifests.read_latest().await?.ok_or_else(|| {
+            Error::io_msg(format!(
+                "shard {} has no manifest; it was deleted while a writer held it",
+                self.shard_id
+            ))
+        })?;
+        crate::gc::collect_from(
+            &self.store,
+            &self.paths,
+            &manifest,
+            &self.config.gc_options(),
+        )
+        .await
+    }
+
     pub fn closed_error(&self) -> Error {
         Error::closed(format!(
             "ShardWriter for shard {} (epoch {}) is closed; open a new writer",

@@ -1,0 +1,259 @@
+//! Garbage collection: removes what a shard no longer needs, without weakening fencing.
+//!
+//! [`collect`] reads the latest manifest and removes, oldest first:
+//! 1. **WAL entries at or below the low-water mark** (`ShardManifest::wal_low_water`), whose
+//!    rows are all in committed generations: every generation commit raises the mark to its
+//!    replay cursor. Fence sentinels and the entry just before each are kept (below).
+//! 2. **Manifest versions** older than the newest [`GcOptions::keep_manifest_versions`].
+//! 3. **Generation folders the manifest does not list**, for a generation number the manifest
+//!    has already passed, once their newest file is older than [`GcOptions::grace`].
+//!
+//! The writer runs it in the background (`WriterConfig::gc`); anyone may run it at any time
+//! (`memwal gc`): it writes nothing, and removes only what a committed manifest allows.
+//!
+//! # Fencing with collection
+//! A slot is written once, ever, by put-if-not-exists: that is what fences a stale writer
+//! (see [`crate::wal::appender`]). Removing an entry makes its slot writable again, so
+//! collection must never free a slot that a writer could still write *and be acknowledged*:
+//!
+//! - **A stale writer's next slot is a fence sentinel, kept forever.** A writer of epoch `e`
+//!   appends in order, and its successor's sentinel takes the first free slot, so the writer's
+//!   next slot is that sentinel's; it never gets past it. Were the sentinel removed, its put
+//!   there would succeed, and rows below the successor's cursor are never replayed: an
+//!   acknowledged loss. So no sentinel is ever collected, and neither is the entry just
+//!   before one, which is where such a writer retries an append whose response it lost.
+//! - **Nobody writes at or below the low-water mark.** A live writer appends at the tip,
+//!   above its cursor. An opening writer places its sentinel above its claimed manifest's
+//!   mark ([`crate::wal::discover_tip`] never answers at or below it), and after the sentinel
+//!   is durable checks that no version follows its claim: only a later claim could have raised
+//!   the mark and collected the slot the sentinel took (`writer::open`).
+//! - **The mark comes from a committed manifest and never moves down**, so anything ever
+//!   removed is at or below the mark of every later manifest.
+//! - **Old manifest versions are removed oldest first**, so version discovery (which falls
+//!   back to a LIST, never to "no manifest") cannot take a removed version for the latest,
+//!   and a commit always targets a version above every removed one.
+//! - **An unlisted generation folder is removed only below `current_generation`**: a flush in
+//!   progress has a generation number at or above it, so only folders of flushes that lost
+//!   to a committed generation of the same number (a fenced or crashed writer's) qualify.
+//!   Such a writer's commit fails on its epoch.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use crate::error::{Error, Result};
+use crate::manifest::{ManifestStore, ShardManifest};
+use crate::shard::ShardRef;
+use crate::store::{ShardPaths, Store, parse_bitrev64_name};
+use crate::wal::{self, entry};
+
+/// Fewest manifest versions collection keeps: the newest, and the one the version hint may
+/// trail by.
+pub const MIN_KEEP_MANIFEST_VERSIONS: u64 = 2;
+
+/// What [`collect`] may remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GcOptions {
+    /// Manifest versions to keep, newest first (at least [`MIN_KEEP_MANIFEST_VERSIONS`]).
+    pub keep_manifest_versions: u64,
+    /// How old the newest file of an unlisted generation folder must be before the folder is
+    /// removed.
+    pub grace: Duration,
+    /// Report what would be removed, and remove nothing.
+    pub dry_run: bool,
+}
+
+impl Default for GcOptions {
+    fn default() -> Self {
+        GcOptions {
+            keep_manifest_versions: 10,
+            grace: Duration::from_secs(600),
+            dry_run: false,
+        }
+    }
+}
+
+/// What one [`collect`] removed (or, in a dry run, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The manifest version collection read.
+    pub manifest_version: u64,
+    /// Its WAL low-water mark: entries at or below it may be removed.
+    pub low_water: u64,
+    /// WAL entries removed.
+    pub wal_entries_removed: u64,
+    /// WAL entries at or below the mark that are kept to fence stale writers (sentinels and
+    /// the entry before each), or could not be read to tell.
+    pub wal_entries_kept: u64,
+    /// Manifest versions removed.
+    pub manifest_versions_removed: u64,
+    /// Unlisted generation folders removed, by name.
+    pub generation_dirs_removed: Vec<String>,
+    /// Unlisted generation folders kept (too recent, or of a flush that may be in progress).
+    pub generation_dirs_kept: Vec<String>,
+    /// Bytes of the objects removed.
+    pub bytes_removed: u64,
+    /// True if nothing was removed on purpose.
+    pub dry_run: bool,
+}
+
+/// Collects garbage in `shard` of `store`. See the module docs.
+///
+/// # Errors
+/// `InvalidArgument` for options out of range or a shard with no manifest; `Io`/`Timeout` if
+/// the store fails (what was removed before stays removed, and a rerun continues).
+pub async fn collect(
+    store: &Store,
+    shard: impl Into<ShardRef>,
+    options: &GcOptions,
+) -> Result<GcReport> {
+    let shard = shard.into();
+    let paths = store.shard_paths(shard.id());
+    let manifests = ManifestStore::new(store.clone(), paths.clone());
+    let Some(manifest) = manifests.read_latest().await? else {
+        return Err(Error::invalid(format!(
+            "no shard {shard} at {}: it has no manifest. Check the location and the shard's name or id",
+            store.location()
+        )));
+    };
+    collect_from(store, &paths, &manifest, options).await
+}
+
+/// [`collect`] for the shard of `paths`, whose latest manifest is `manifest`.
+pub(crate) async fn collect_from(
+    store: &Store,
+    paths: &ShardPaths,
+    manifest: &ShardManifest,
+    options: &GcOptions,
+) -> Result<GcReport> {
+    if options.keep_manifest_versions < MIN_KEEP_MANIFEST_VERSIONS {
+        return Err(Error::invalid(format!(
+            "invalid option: keepManifestVersions must be at least {MIN_KEEP_MANIFEST_VERSIONS}, got {}",
+            options.keep_manifest_versions
+        )));
+    }
+    let mut report = GcReport {
+        manifest_version: manifest.version,
+        low_water: manifest.wal_low_water,
+        dry_run: options.dry_run,
+        ..GcReport::default()
+    };
+    let remove = |path: object_store::path::Path| async move {
+        if options.dry_run {
+            return Ok(());
+        }
+        store
+            .delete(&path)
+            .await
+            .map_err(|e| Error::io(format!("removing {path}"), e))
+    };
+
+    // 1. WAL entries at or below the mark, but never a fence sentinel or the entry before one.
+    let listing = store
+        .list(&paths.wal_dir())
+        .await
+        .map_err(|e| Error::io(format!("listing the WAL of shard {}", paths.shard_id()), e))?;
+    // The slot just above the mark is looked at too: a sentinel there keeps the entry below.
+    let mut below: Vec<(u64, u64)> = listing
+        .iter()
+        .filter_map(|m| {
+            let p = m.location.filename().and_then(parse_bitrev64_name)?;
+            (p <= manifest.wal_low_water + 1).then_some((p, m.size))
+        })
+        .collect();
+    below.sort_unstable();
+    let sentinel_max = entry::encode_sentinel(u64::MAX)?.len() as u64;
+    let mut keep = BTreeSet::new();
+    for &(p, size) in &below {
+        // Only a small entry can be a sentinel; reading the rest would cost their bytes.
+        if size > sentinel_max {
+            continue;
+        }
+        match wal::read_entry(store, paths, p).await {
+            Ok(Some(e)) if !e.is_sentinel => {}
+            Ok(None) => {}
+            // A sentinel, or an entry that cannot be told apart from one: kept.
+            _ => {
+                keep.insert(p);
+                keep.insert(p.saturating_sub(1));
+            }
+        }
+    }
+    for (p, size) in below {
+        if p > manifest.wal_low_water {
+            continue;
+        }
+        if keep.contains(&p) {
+            report.wal_entries_kept += 1;
+            continue;
+        }
+        remove(paths.wal_entry(p)).await?;
+        report.wal_entries_removed += 1;
+        report.bytes_removed += size;
+    }
+
+    // 2. Manifest versions older than the newest `keep`, oldest first.
+    let oldest_kept = manifest
+        .version
+        .saturating_sub(options.keep_manifest_versions - 1);
+    let listing = store.list(&paths.manifest_dir()).await.map_err(|e| {
+        Error::io(
+            format!(
+                "listing the manifest versions of shard {}",
+                paths.shard_id()
+            ),
+            e,
+        )
+    })?;
+    let mut versions: Vec<(u64, u64)> = listing
+        .iter()
+        .filter_map(|m| {
+            let v = m.location.filename().and_then(parse_bitrev64_name)?;
+            (v < oldest_kept).then_some((v, m.size))
+        })
+        .collect();
+    versions.sort_unstable();
+    for (v, size) in versions {
+        remove(paths.manifest(v)).await?;
+        report.manifest_versions_removed += 1;
+        report.bytes_removed += size;
+    }
+
+    // 3. Unlisted generation folders of generations the manifest has passed.
+    let now = SystemTime::now();
+    let mut dirs = store.list_dirs(paths.shard_dir()).await?;
+    dirs.sort();
+    for dir in dirs {
+        let Some(generation) = dir
+            .split_once("_gen_")
+            .and_then(|(_, g)| g.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if manifest.flushed_generations.iter().any(|g| g.path == dir) {
+            continue;
+        }
+        let files = store
+            .list(&paths.shard_dir().clone().join(dir.as_str()))
+            .await
+            .map_err(|e| Error::io(format!("listing generation folder {dir}"), e))?;
+        // A folder with no file is one a store shows only while it lists (a local one).
+        let Some(newest) = files
+            .iter()
+            .map(|m| SystemTime::from(m.last_modified))
+            .max()
+        else {
+            continue;
+        };
+        let old_enough = now.duration_since(newest).unwrap_or_default() >= options.grace;
+        if generation >= manifest.current_generation || !old_enough {
+            report.generation_dirs_kept.push(dir);
+            continue;
+        }
+        for f in files {
+            remove(f.location).await?;
+            report.bytes_removed += f.size;
+        }
+        report.generation_dirs_removed.push(dir);
+    }
+    Ok(report)
+}
