@@ -170,3 +170,28 @@ test('bad GC and follow options are InvalidArgumentErrors that name the option',
   })
   await t.throwsAsync(tailer.follow({ from: 0 }).next(), { instanceOf: InvalidArgumentError, message: /from must be/ })
 })
+
+test('compaction merges small generations; scans and the file list show every row once', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema, gc: false, maxMemtableBatches: 1, compactionMaxGenerations: 3 })
+  for (let i = 0; i < 8; i++) await w.put(rows([i]))
+  await w.close()
+  const reader = await ShardReader.open(dir)
+  const files = await reader.files()
+  t.true(files.length <= 3, `${files.length} generation files`)
+  t.is(
+    files.reduce((n, f) => n + (f.rows ?? 0), 0),
+    8,
+  )
+  t.deepEqual(ids(await reader.scan()), [0, 1, 2, 3, 4, 5, 6, 7])
+  // The replaced files go with the next collection once the grace period has passed.
+  t.true((await reader.uncommittedGenerations()).length > 0)
+  const report = await collectGarbage(dir, { graceMs: 0 })
+  t.true(report.generationDirsRemoved.length > 0)
+  t.deepEqual(await reader.uncommittedGenerations(), [])
+  t.deepEqual(ids(await reader.scan()), [0, 1, 2, 3, 4, 5, 6, 7])
+  await t.throwsAsync(ShardWriter.open(dir, { schema, compactionMaxGenerations: 1 }), {
+    instanceOf: InvalidArgumentError,
+    message: /compactionMaxGenerations must be between 2/,
+  })
+})

@@ -141,6 +141,27 @@ export interface ShardWriterOptions {
    */
   gcGraceMs?: number
   /**
+   * Whether the writer merges small generations: after a generation flush that leaves more
+   * than `compactionMaxGenerations`, the oldest run of generations smaller than half of
+   * `compactionTargetBytes` (up to that many bytes in all) becomes one generation, committed
+   * atomically (a reader sees the old files or the new one, never both). Generations whose
+   * request ids are still within `requestIdRetentionMs` wait for it to pass. The replaced files
+   * are removed by garbage collection after `gcGraceMs`.
+   * @defaultValue true
+   */
+  compaction?: boolean
+  /**
+   * How many generations a shard may list before compaction merges small ones (at least 2).
+   * @defaultValue 16
+   */
+  compactionMaxGenerations?: number
+  /**
+   * The generation size compaction aims for, in estimated in-memory bytes (the Parquet file is
+   * smaller).
+   * @defaultValue 134217728 (128 MiB)
+   */
+  compactionTargetBytes?: number
+  /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
    * region, endpoint, credentials… See {@link StorageOptions}.
    * @defaultValue none (configuration from the environment)
@@ -187,7 +208,10 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   gcIntervalMs: 'number',
   gcKeepManifestVersions: 'number',
   gcGraceMs: 'number',
+  compactionMaxGenerations: 'number',
+  compactionTargetBytes: 'number',
   durableWrite: 'boolean',
+  compaction: 'boolean',
   gc: 'boolean',
   enableMemtable: 'boolean',
   ignoreUnknownFields: 'boolean',

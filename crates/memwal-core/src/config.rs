@@ -102,6 +102,16 @@ pub struct WriterConfig {
     /// How old an abandoned generation folder must be before collection removes it, in
     /// milliseconds. Default 600,000 (10 minutes).
     pub gc_grace_ms: u64,
+    /// Whether the writer merges small generations (see [`crate::flush::compaction`]), after a
+    /// generation flush that leaves more than `compaction_max_generations`. Default `true`.
+    pub compaction: bool,
+    /// How many generations a shard may list before compaction merges the oldest small ones
+    /// (at least 2). Default 16.
+    pub compaction_max_generations: u64,
+    /// The size compaction aims for: it merges generations smaller than half of it, up to this
+    /// many bytes (estimated in-memory bytes, as the manifest records them; the Parquet file is
+    /// smaller). Default 134,217,728 (128 MiB).
+    pub compaction_target_bytes: u64,
 }
 
 impl Default for WriterConfig {
@@ -124,6 +134,9 @@ impl Default for WriterConfig {
             gc_interval_ms: 60_000,
             gc_keep_manifest_versions: 10,
             gc_grace_ms: 600_000,
+            compaction: true,
+            compaction_max_generations: 16,
+            compaction_target_bytes: 128 * 1024 * 1024,
         }
     }
 }
@@ -188,6 +201,17 @@ impl WriterConfig {
                 crate::gc::MIN_KEEP_MANIFEST_VERSIONS,
                 self.gc_keep_manifest_versions
             )));
+        }
+        if self.compaction_max_generations < 2 || self.compaction_max_generations > 1_000_000 {
+            return Err(Error::invalid(format!(
+                "invalid config: compaction_max_generations must be between 2 and 1000000, got {}",
+                self.compaction_max_generations
+            )));
+        }
+        if self.compaction_target_bytes == 0 {
+            return Err(Error::invalid(
+                "invalid config: compaction_target_bytes must be at least 1, got 0",
+            ));
         }
         if self.gc_grace_ms > MAX_REQUEST_ID_RETENTION_MS {
             return Err(Error::invalid(format!(
@@ -351,6 +375,18 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
     }),
     ("gcGraceMs", |c, name, v| {
         c.gc_grace_ms = uint(name, v)?;
+        Ok(())
+    }),
+    ("compaction", |c, name, v| {
+        c.compaction = boolean(name, v)?;
+        Ok(())
+    }),
+    ("compactionMaxGenerations", |c, name, v| {
+        c.compaction_max_generations = uint(name, v)?;
+        Ok(())
+    }),
+    ("compactionTargetBytes", |c, name, v| {
+        c.compaction_target_bytes = uint(name, v)?;
         Ok(())
     }),
 ];

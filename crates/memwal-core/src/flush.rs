@@ -7,6 +7,7 @@
 //!   [`crate::wal::WalAppender`] and turns flush requests into WAL entries (group commit).
 //! - `generation`: `GenerationFlusher`, the task that turns a frozen MemTable into a Parquet
 //!   generation file and a manifest commit.
+//! - `compaction`: how the generation flusher merges small generations after a commit.
 //! - `feedback`: how those two tasks report back to the writer. The writer owns its state and
 //!   is the only one that locks it; the tasks get what they need in their messages and send a
 //!   `Report` for every change (an append, a committed generation), so data flows one way:
@@ -57,6 +58,7 @@
 //! highest WAL position holding any of its batches; generations flush strictly in order, so the
 //! cursor never skips an entry whose rows are not in a generation file.
 
+pub mod compaction;
 pub mod completion;
 pub(crate) mod feedback;
 pub(crate) mod generation;

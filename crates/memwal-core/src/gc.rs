@@ -6,7 +6,9 @@
 //!    replay cursor. Fence sentinels and the entry just before each are kept (below).
 //! 2. **Manifest versions** older than the newest [`GcOptions::keep_manifest_versions`].
 //! 3. **Generation folders the manifest does not list**, for a generation number the manifest
-//!    has already passed, once their newest file is older than [`GcOptions::grace`].
+//!    has already passed, once their newest file is older than [`GcOptions::grace`]: flushes
+//!    that lost to a committed generation, and generations that compaction replaced (the grace
+//!    period lets a reader holding an older manifest finish reading them).
 //!
 //! The writer runs it in the background (`WriterConfig::gc`); anyone may run it at any time
 //! (`memwal gc`): it writes nothing, and removes only what a committed manifest allows.
@@ -33,9 +35,11 @@
 //!   back to a LIST, never to "no manifest") cannot take a removed version for the latest,
 //!   and a commit always targets a version above every removed one.
 //! - **An unlisted generation folder is removed only below `current_generation`**: a flush in
-//!   progress has a generation number at or above it, so only folders of flushes that lost
-//!   to a committed generation of the same number (a fenced or crashed writer's) qualify.
-//!   Such a writer's commit fails on its epoch.
+//!   progress has a generation number at or above it, and so does a compaction in progress
+//!   (its folder takes `current_generation`'s number, which cannot move until it commits:
+//!   see [`crate::flush::compaction`]). So only folders of flushes that lost to a committed
+//!   generation of the same number (a fenced or crashed writer's), abandoned compactions and
+//!   replaced generations qualify. A fenced writer's commit fails on its epoch.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};

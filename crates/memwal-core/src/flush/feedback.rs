@@ -46,6 +46,8 @@ pub(crate) enum Report {
         memtable: Arc<MemTable>,
         generation: FlushedGeneration,
     },
+    /// Compaction committed a manifest whose generation list is `flushed`.
+    GenerationsCompacted { flushed: Vec<FlushedGeneration> },
 }
 
 /// See the module docs. Shared as `Arc<Feedback>` by the writer and its two tasks.

@@ -39,9 +39,10 @@ use tokio::time::Instant;
 use crate::batch_store::BatchRange;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
+use crate::flush::compaction::CompactionPolicy;
 use crate::flush::completion::Watcher;
 use crate::flush::{Feedback, Report};
-use crate::manifest::{FlushedGeneration, ManifestStore};
+use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::memtable::MemTable;
 use crate::request_id::encode_records;
 use crate::store::{CreateOutcome, ShardPaths, Store};
@@ -93,6 +94,8 @@ pub(crate) struct GenerationFlusher {
     pub feedback: Arc<Feedback>,
     /// `WriterConfig::request_id_retention_ms`: 0 persists no request ids.
     pub request_id_retention_ms: u64,
+    /// `None` with `WriterConfig::compaction` off.
+    pub compaction: Option<CompactionPolicy>,
 }
 
 impl GenerationFlusher {
@@ -113,8 +116,29 @@ impl GenerationFlusher {
                     continue;
                 }
             };
-            if let Err(e) = self.flush_with_retries(&frozen.memtable, covered).await {
-                self.feedback.poison(e);
+            let committed = match self.flush_with_retries(&frozen.memtable, covered).await {
+                Ok(m) => m,
+                Err(e) => {
+                    self.feedback.poison(e);
+                    continue;
+                }
+            };
+            if let Some(policy) = &self.compaction
+                && let Err(e) = self.compact_if_due(policy, &committed).await
+            {
+                // Compaction is optional: a failed one leaves the generations as they were
+                // (its file is collected later), except that a commit whose sync failed may
+                // have left a version that is readable but not durable, which the next commit
+                // would build on (fsyncgate), and a fence is final.
+                if e.is_terminal() || crate::store::caused_by_sync_failure(&e) {
+                    self.feedback.poison(Error::persistence_failure(
+                        format!(
+                            "compacting generations of shard {}: {e}; reopen to replay",
+                            self.paths.shard_id()
+                        ),
+                        Some(Arc::new(e)),
+                    ));
+                }
             }
         }
     }
@@ -123,11 +147,11 @@ impl GenerationFlusher {
         &self,
         memtable: &Arc<MemTable>,
         covered: WalPosition,
-    ) -> Result<()> {
+    ) -> Result<ShardManifest> {
         let mut failures = 0u32;
         loop {
             match self.flush_one(memtable, covered).await {
-                Ok(()) => return Ok(()),
+                Ok(m) => return Ok(m),
                 Err(e) if e.is_terminal() => return Err(e),
                 // A retry would find the version our failed sync left readable and build on
                 // it, though it may not be durable (fsyncgate): never retried and trusted.
@@ -192,7 +216,11 @@ impl GenerationFlusher {
 
     /// Writes `memtable` as a generation file and commits it, with the replay cursor at
     /// `covered` (the highest WAL position holding any of its batches).
-    async fn flush_one(&self, memtable: &Arc<MemTable>, covered: WalPosition) -> Result<()> {
+    async fn flush_one(
+        &self,
+        memtable: &Arc<MemTable>,
+        covered: WalPosition,
+    ) -> Result<ShardManifest> {
         let started = Instant::now();
         let generation = memtable.generation();
         let store = memtable.store();
@@ -276,6 +304,6 @@ impl GenerationFlusher {
             memtable: memtable.clone(),
             generation: entry,
         });
-        Ok(())
+        Ok(committed)
     }
 }

@@ -19,6 +19,7 @@ use super::state::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, Wr
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::flush::Feedback;
+use crate::flush::compaction::CompactionPolicy;
 use crate::flush::completion::Watcher;
 use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
@@ -309,6 +310,11 @@ pub(crate) async fn open(
         retry: config.retry_policy(),
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
+        compaction: config.compaction.then_some(CompactionPolicy {
+            max_generations: config.compaction_max_generations as usize,
+            target_bytes: config.compaction_target_bytes,
+            request_id_retention_ms: config.request_id_retention_ms,
+        }),
     };
     let mut periodic = Vec::new();
     if let (true, Some(ms)) = (config.enable_memtable, config.max_memtable_age_ms) {

@@ -194,6 +194,9 @@ impl WriterState {
                 self.requests.flushed(&memtable);
                 mt.flushed.push(generation);
             }
+            (Report::GenerationsCompacted { flushed }, Mode::MemTable(mt)) => {
+                mt.flushed = flushed;
+            }
             (r, _) => debug_assert!(false, "{r:?} does not belong to this writer's mode"),
         }
     }

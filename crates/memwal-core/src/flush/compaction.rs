@@ -1,0 +1,249 @@
+//! Compaction: merges small generations into larger ones, committed atomically in the manifest.
+//!
+//! Frequent rotations (a small `max_memtable_size`, `max_memtable_age_ms` on a quiet shard)
+//! leave many small generation files, and every reader opens each one. After a generation
+//! commit that leaves more than `compaction_max_generations`, the generation flusher merges the
+//! oldest run of *small* generations (each under half of `compaction_target_bytes`, together at
+//! most that) into one file:
+//! 1. read them (checksums checked), in list order, and write their rows, in that order, as a
+//!    new generation file (`<random8hex>_gen_<current_generation>`, see below);
+//! 2. commit a manifest version in which that one entry replaces the run, at the run's place
+//!    (generation number: the run's last), every other field unchanged;
+//! 3. report the new list to the writer, whose scans use it from then on.
+//!
+//! A reader sees the old list or the new one, never both, so no row is read twice or missed.
+//! The replaced files stay until garbage collection removes them (as generation folders the
+//! manifest no longer lists, after its grace period), so a reader holding an older manifest can
+//! still read them meanwhile.
+//!
+//! Why the new folder is numbered `current_generation`: collection removes an unlisted folder
+//! only if its number is below the manifest's `current_generation` (see [`crate::gc`]).
+//! Compaction runs inside the generation flusher, the only task that commits generations, so
+//! `current_generation` cannot pass the folder's number before the compaction commits (or is
+//! abandoned), and collection never removes the file a commit is about to list.
+//!
+//! Generations whose puts carried request ids still inside their retention window are not
+//! merged: their `request_ids.json` is what a reopened writer reads to answer retries. They
+//! become eligible once the window has passed.
+
+use std::ops::Range;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::flush::Report;
+use crate::flush::generation::{GenerationFlusher, encode_parquet};
+use crate::manifest::{FlushedGeneration, ShardManifest};
+use crate::reader::read_generation;
+use crate::store::{CreateOutcome, ShardPaths};
+
+/// When and how much the generation flusher compacts (`WriterConfig::compaction*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactionPolicy {
+    /// Compaction runs once a commit leaves more generations than this.
+    pub max_generations: usize,
+    /// Merge generations under half of this, up to this many bytes in all.
+    pub target_bytes: u64,
+    /// `WriterConfig::request_id_retention_ms`.
+    pub request_id_retention_ms: u64,
+}
+
+impl CompactionPolicy {
+    /// Whether `g` may be merged at `now_ms`: small enough, and no request id of it is still
+    /// answered from its `request_ids.json`.
+    fn eligible(&self, g: &FlushedGeneration, now_ms: u64) -> bool {
+        let small = g
+            .in_memory_bytes
+            .is_some_and(|b| b.saturating_mul(2) < self.target_bytes);
+        let ids_expired = g
+            .request_ids_newest_ms
+            .is_none_or(|ms| ms.saturating_add(self.request_id_retention_ms) <= now_ms);
+        small && ids_expired
+    }
+
+    /// The run of `gens` to merge, oldest first: the first run of at least two eligible
+    /// generations whose bytes add up to at most the target; `None` while there are at most
+    /// `max_generations`, or no such run.
+    pub fn pick(&self, gens: &[FlushedGeneration], now_ms: u64) -> Option<Range<usize>> {
+        if gens.len() <= self.max_generations {
+            return None;
+        }
+        let mut start = 0;
+        while start < gens.len() {
+            let mut end = start;
+            let mut bytes = 0u64;
+            while end < gens.len() && self.eligible(&gens[end], now_ms) {
+                let next = bytes + gens[end].in_memory_bytes.unwrap_or(0);
+                if next > self.target_bytes {
+                    break;
+                }
+                bytes = next;
+                end += 1;
+            }
+            if end - start >= 2 {
+                return Some(start..end);
+            }
+            start = end.max(start + 1);
+        }
+        None
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl GenerationFlusher {
+    /// Compacts once if `latest` (the manifest our last commit wrote) calls for it. See the
+    /// module docs.
+    ///
+    /// # Errors
+    /// Whatever reading, writing or committing failed; `PeerClaimedEpoch` if a successor
+    /// claimed the shard. Nothing is committed then.
+    pub(crate) async fn compact_if_due(
+        &self,
+        policy: &CompactionPolicy,
+        latest: &ShardManifest,
+    ) -> Result<()> {
+        let Some(run) = policy.pick(&latest.flushed_generations, now_ms()) else {
+            return Ok(());
+        };
+        let merged_from: Vec<FlushedGeneration> = latest.flushed_generations[run].to_vec();
+        let mut batches = Vec::new();
+        for g in &merged_from {
+            batches.extend(read_generation(&self.store, &self.paths, g, Some(&self.schema)).await?);
+        }
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let schema = self.schema.clone();
+        let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
+            .await
+            .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
+        let parquet = Bytes::from(parquet);
+        let dir = loop {
+            let dir = ShardPaths::new_generation_dir_name(latest.current_generation);
+            let path = self.paths.generation_file(&dir);
+            match self.store.put_if_absent(&path, parquet.clone()).await {
+                Ok(CreateOutcome::Created) => break dir,
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(e) => return Err(Error::io(format!("writing compacted file {path}"), e)),
+            }
+        };
+        self.store
+            .faults()
+            .pause_point("compaction-before-commit")
+            .await;
+        let last = merged_from.last().expect("a run has two generations");
+        let merged = FlushedGeneration {
+            generation: last.generation,
+            path: dir,
+            in_memory_bytes: Some(merged_from.iter().filter_map(|g| g.in_memory_bytes).sum()),
+            physical_rows: Some(rows),
+            primary_key_bytes: None,
+            checksum: Some(crc32c::crc32c(&parquet)),
+            request_ids_newest_ms: None,
+            request_ids_checksum: None,
+        };
+        let mut run_missing = false;
+        let committed = self
+            .manifests
+            .commit_update(self.epoch, &self.writer_id, |l| {
+                if l.flushed_generations.iter().any(|g| g.path == merged.path) {
+                    // An earlier attempt of ours committed and lost its acknowledgement.
+                    return None;
+                }
+                let gens = &l.flushed_generations;
+                let Some(at) = gens
+                    .windows(merged_from.len())
+                    .position(|w| w == merged_from.as_slice())
+                else {
+                    run_missing = true;
+                    return None;
+                };
+                let mut next = l.clone();
+                next.flushed_generations
+                    .splice(at..at + merged_from.len(), [merged.clone()]);
+                Some(next)
+            })
+            .await?;
+        if run_missing {
+            // Only this epoch commits, so this cannot happen; the new file is left to
+            // collection rather than listed over a manifest we do not understand.
+            return Err(Error::io_msg(format!(
+                "compaction of shard {}: the generations it merged are no longer listed together",
+                self.paths.shard_id()
+            )));
+        }
+        self.feedback.report(Report::GenerationsCompacted {
+            flushed: committed.flushed_generations,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generation(n: u64, bytes: u64, ids_at: Option<u64>) -> FlushedGeneration {
+        FlushedGeneration {
+            generation: n,
+            path: format!("x_gen_{n}"),
+            in_memory_bytes: Some(bytes),
+            request_ids_newest_ms: ids_at,
+            ..Default::default()
+        }
+    }
+
+    const POLICY: CompactionPolicy = CompactionPolicy {
+        max_generations: 3,
+        target_bytes: 100,
+        request_id_retention_ms: 1_000,
+    };
+
+    #[test]
+    fn nothing_is_merged_within_the_bound() {
+        let gens: Vec<_> = (1..=3).map(|n| generation(n, 10, None)).collect();
+        assert_eq!(POLICY.pick(&gens, 0), None);
+    }
+
+    #[test]
+    fn the_oldest_run_of_small_generations_is_merged_up_to_the_target() {
+        // 60 is large (not under half of 100); 10 + 30 + 40 = 80 fits, + 30 would not.
+        let sizes = [60, 10, 30, 40, 30, 5];
+        let gens: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| generation(i as u64 + 1, *b, None))
+            .collect();
+        assert_eq!(POLICY.pick(&gens, 0), Some(1..4));
+    }
+
+    #[test]
+    fn a_lone_small_generation_between_large_ones_is_left_alone() {
+        let sizes = [60, 10, 60, 60, 20, 20];
+        let gens: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| generation(i as u64 + 1, *b, None))
+            .collect();
+        assert_eq!(POLICY.pick(&gens, 0), Some(4..6));
+        let sizes = [60, 10, 60, 60];
+        let gens: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| generation(i as u64 + 1, *b, None))
+            .collect();
+        assert_eq!(POLICY.pick(&gens, 0), None);
+    }
+
+    #[test]
+    fn generations_with_request_ids_in_their_window_wait_for_it_to_pass() {
+        let gens: Vec<_> = (1..=4).map(|n| generation(n, 10, Some(5_000))).collect();
+        assert_eq!(POLICY.pick(&gens, 5_500), None);
+        assert_eq!(POLICY.pick(&gens, 6_000), Some(0..4));
+    }
+}
