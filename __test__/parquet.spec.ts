@@ -81,7 +81,7 @@ test("DuckDB reads the files the manifest lists (reader.files(), `memwal files`)
   t.deepEqual(await reader.uncommittedGenerations(), ['deadbeef_gen_2'])
   const inspect = await memwal('inspect', dir)
   t.is(inspect.code, 0, inspect.stderr)
-  t.regex(inspect.stdout, /^ {2}not in the manifest: deadbeef_gen_2\/ \(a flush in progress, or abandoned/m)
+  t.regex(inspect.stdout, /^ {2}not in the manifest: deadbeef_gen_2\/ \(a flush or compaction in progress, one abandoned/m)
 
   // `memwal files`: one path per line, or one JSON object per line.
   const cli = (...args: string[]) => memwal('files', dir, ...args)

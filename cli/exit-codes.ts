@@ -14,7 +14,10 @@ export const Exit = {
   OK: 0,
   /** An unexpected failure: a bug, not bad input. `MEMWAL_DEBUG=1` prints the stack. */
   UNEXPECTED: 1,
-  /** Bad command line: unknown command or option, missing or malformed argument, bad location. */
+  /**
+   * Bad command line or input: unknown command or option, missing or malformed argument, bad
+   * location, or a WAL position garbage collection removed (`TRUNCATED`).
+   */
   USAGE: 2,
   /** Nothing there: no shard at the location, or no shard with that id. */
   NOT_FOUND: 3,
@@ -33,7 +36,8 @@ export const EXIT_CODES_HELP = `
 Exit codes:
   0  success
   1  unexpected failure (a bug; MEMWAL_DEBUG=1 prints the stack)
-  2  bad command line or input (INVALID_ARGUMENT, SCHEMA_MISMATCH)
+  2  bad command line or input (INVALID_ARGUMENT, SCHEMA_MISMATCH), or a WAL position
+     garbage collection removed (TRUNCATED)
   3  not found: no such directory, no shard at the location, no such shard
   4  stored data cannot be decoded (CORRUPT)
   5  the store failed or did not answer in time (IO, TIMEOUT)
@@ -58,11 +62,14 @@ export function exitCodeOf(e: MemWalError): number {
     case 'INVALID_ARGUMENT':
     case 'SCHEMA_MISMATCH':
       return Exit.USAGE
+    // The store answered and nothing failed: the position asked for is gone for good (its rows
+    // are in generations), so retrying as for IO cannot help; asking for another position does.
+    case 'TRUNCATED':
+      return Exit.USAGE
     case 'CORRUPT':
       return Exit.CORRUPT
     case 'IO':
     case 'TIMEOUT':
-    case 'TRUNCATED':
       return Exit.IO
     case 'FENCED':
     case 'CLOSED':

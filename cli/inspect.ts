@@ -1,9 +1,16 @@
 // `memwal inspect <location> [--shard NAME|ID] [--json]`: what a store holds, shard by shard, as a
-// new writer would find it (read-only: it claims nothing).
+// new writer would find it, and what `memwal gc` would remove (read-only: it claims nothing).
 
 import type { Command } from 'commander'
 
-import { ShardReader, WalTailer, type ObjectStore, type ShardInfo, type ShardManifest } from '../index.js'
+import {
+  ShardReader,
+  WalTailer,
+  collectGarbage,
+  type ObjectStore,
+  type ShardInfo,
+  type ShardManifest,
+} from '../index.js'
 import { noShards, openStore, resolveShard, shardLabel } from './location.js'
 import { formatBytes, formatCount, out, textTable } from './output.js'
 
@@ -26,12 +33,29 @@ interface ShardReport {
   generations: Array<{ generation: number; path: string; rows: number | null; bytes: number | null }>
   /** WAL entries at or below this position are in flushed generations. */
   replayCursor: number
+  /**
+   * The WAL low-water mark (at most the replay cursor): entries at or below it may have been
+   * removed by garbage collection; reading one is `TRUNCATED`. 0 while nothing may have been.
+   */
+  walLowWater: number
+  /**
+   * WAL entries still stored at or below the low-water mark: those collection has yet to
+   * remove, and the fence sentinels (with the entry before each) it keeps for good.
+   */
+  walEntriesAtOrBelowLowWater: number
   /** The last WAL position that holds an entry (0: empty WAL). */
   walTip: number
   /** WAL entries after the replay cursor: what opening the shard replays. */
   walLag: number
   /** Generation folders the manifest does not list (uncommitted or abandoned flushes). */
   uncommittedGenerations: string[]
+  /** What `memwal gc` with its defaults would remove now (a dry run: nothing was removed). */
+  collectable: {
+    walEntries: number
+    manifestVersions: number
+    generationDirs: string[]
+    bytes: number
+  }
 }
 
 async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport> {
@@ -40,6 +64,10 @@ async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport
   const tailer = await WalTailer.open(store, { shardId: shard.id })
   await tailer.verify()
   const walTip = (await tailer.nextPosition()) - 1
+  // A dry run: a listing each of the WAL (as `verify` above), the manifest versions and the
+  // shard's folders, and a read of the few sentinel-sized entries at the mark. It answers both
+  // "how much is still stored up to the mark" and "what would gc free", so they cannot disagree.
+  const gc = await collectGarbage(store, { shardId: shard.id, dryRun: true })
   return {
     shardId: shard.id,
     shardName: m.shardName,
@@ -50,10 +78,23 @@ async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport
     currentGeneration: m.currentGeneration,
     generations: m.flushedGenerations.map((g) => ({ ...g })),
     replayCursor: m.replayAfterWalEntryPosition,
+    walLowWater: m.walLowWater,
+    walEntriesAtOrBelowLowWater: gc.walEntriesRemoved + gc.walEntriesKept,
     walTip,
     walLag: Math.max(0, walTip - m.replayAfterWalEntryPosition),
     uncommittedGenerations: await reader.uncommittedGenerations(),
+    collectable: {
+      walEntries: gc.walEntriesRemoved,
+      manifestVersions: gc.manifestVersionsRemoved,
+      generationDirs: gc.generationDirsRemoved,
+      bytes: gc.bytesRemoved,
+    },
   }
+}
+
+/** `3` → `3 entries`, `1, 'WAL'` → `1 WAL entry`. */
+function entries(n: number, kind?: string): string {
+  return `${formatCount(n)} ${kind === undefined ? '' : `${kind} `}${n === 1 ? 'entry' : 'entries'}`
 }
 
 function sum(values: Array<number | null>): number | null {
@@ -89,14 +130,38 @@ function render(r: ShardReport): string {
     lines.push(...table.split('\n').map((l) => `    ${l}`))
   }
   lines.push(`  replay cursor: WAL position ${r.replayCursor} (entries up to it are in flushed generations)`)
+  const kept = r.walEntriesAtOrBelowLowWater - r.collectable.walEntries
   lines.push(
-    `  WAL tip: position ${r.walTip}; lag: ${r.walLag} ${r.walLag === 1 ? 'entry' : 'entries'} to replay on open`,
+    r.walLowWater === 0
+      ? '  WAL low-water mark: 0 (no WAL entry may be garbage-collected yet)'
+      : `  WAL low-water mark: position ${r.walLowWater} (entries up to it may be garbage-collected; ` +
+          `${formatCount(r.walEntriesAtOrBelowLowWater)} still stored: ${formatCount(r.collectable.walEntries)} for ` +
+          `\`memwal gc\` to remove, ${formatCount(kept)} kept for good to fence stale writers)`,
   )
+  lines.push(`  WAL tip: position ${r.walTip}; lag: ${entries(r.walLag)} to replay on open`)
   for (const dir of r.uncommittedGenerations) {
+    const fate = r.collectable.generationDirs.includes(dir)
+      ? '`memwal gc` would remove it now'
+      : '`memwal gc` removes it once it is abandoned and older than the grace period'
     lines.push(
-      `  not in the manifest: ${dir}/ (a flush in progress, or abandoned by a writer that crashed or was fenced; its rows are counted elsewhere, so do not read it)`,
+      `  not in the manifest: ${dir}/ (a flush or compaction in progress, one abandoned by a writer that crashed or was fenced, or a generation compaction replaced; its rows are counted elsewhere, so do not read it; ${fate})`,
     )
   }
+  const c = r.collectable
+  const parts = [
+    c.walEntries > 0 ? entries(c.walEntries, 'WAL') : '',
+    c.manifestVersions > 0
+      ? `${formatCount(c.manifestVersions)} manifest ${c.manifestVersions === 1 ? 'version' : 'versions'}`
+      : '',
+    c.generationDirs.length > 0
+      ? `${formatCount(c.generationDirs.length)} generation ${c.generationDirs.length === 1 ? 'folder' : 'folders'}`
+      : '',
+  ].filter((p) => p !== '')
+  lines.push(
+    parts.length === 0
+      ? '  garbage: none (`memwal gc` would remove nothing)'
+      : `  garbage: \`memwal gc\` would remove ${parts.join(', ')} (${formatBytes(c.bytes)})`,
+  )
   return lines.join('\n')
 }
 
@@ -106,12 +171,15 @@ export function inspectCommand(program: Command): void {
     .command('inspect')
     .summary('list the shards at a location and their state')
     .description(
-      'For each shard at <location>: writer epoch and manifest version; the holder (the writer that claimed the\n' +
-        'epoch: writer id, host, pid, claim time); flushed generations with their rows and\n' +
-        'in-memory bytes (as the manifest records them; the Parquet files are compressed); the replay cursor;\n' +
-        'the WAL tip and the lag between them (entries a new writer would replay).\n' +
-        'Shard folders with no manifest (a first open cut off before writing one; they hold nothing) are\n' +
-        'noted and skipped. Read-only: it claims nothing and never writes.',
+      // Paragraphs without hard breaks: commander wraps them to the terminal's width.
+      'For each shard at <location>: writer epoch and manifest version; the holder (the writer that claimed the ' +
+        'epoch: writer id, host, pid, claim time); flushed generations with their rows and in-memory bytes (as ' +
+        'the manifest records them; the Parquet files are compressed); the replay cursor; the WAL low-water mark ' +
+        '(entries up to it may be garbage-collected) and how many entries are still stored up to it; the WAL tip ' +
+        'and the lag between the cursor and the tip (entries a new writer would replay); and what `memwal gc` ' +
+        'would remove now (found by a dry run).\n' +
+        'Shard folders with no manifest (a first open cut off before writing one; they hold nothing) are noted ' +
+        'and skipped. Read-only: it claims nothing and never writes.',
     )
     .argument('<location>', 'a directory, file:///abs/path, or memory://NAME')
     .option('--shard <name or id>', 'only this shard')

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `memwal` command line (package.json `bin`): inspect, wal, scan, demo. Each command lives in
-// its own file and uses only the public API; this file wires them up and turns every failure
-// into one line on stderr and a documented exit code (`Exit` in ./exit-codes.ts).
+// The `memwal` command line (package.json `bin`): inspect, wal, scan, files, gc, demo. Each
+// command lives in its own file and uses only the public API; this file wires them up and turns
+// every failure into one line on stderr and a documented exit code (`Exit` in ./exit-codes.ts).
+// Every command but `gc` (which deletes what a shard no longer needs) and `demo` is read-only.
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -13,6 +14,7 @@ import { redactLocation } from '../lib/errors.js'
 import { CliError, EXIT_CODES_HELP, Exit, exitCodeOf } from './exit-codes.js'
 import { demoCommand } from './demo.js'
 import { filesCommand } from './files.js'
+import { gcCommand } from './gc.js'
 import { inspectCommand } from './inspect.js'
 import { scanCommand } from './scan.js'
 import { walCommand } from './wal.js'
@@ -29,7 +31,7 @@ function version(): string {
 function program(): Command {
   const p = new Command('memwal')
     .description(
-      'Inspect memwal shards (durable, write-ahead-logged MemTables of Arrow record batches) and run the demo.',
+      'Inspect memwal shards (durable, write-ahead-logged MemTables of Arrow record batches), collect their garbage and run the demo.',
     )
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
@@ -40,6 +42,7 @@ function program(): Command {
   walCommand(p)
   scanCommand(p)
   filesCommand(p)
+  gcCommand(p)
   demoCommand(p)
   for (const c of p.commands) c.addHelpText('after', EXIT_CODES_HELP)
   return p

@@ -348,3 +348,82 @@ async fn the_writer_collects_in_the_background() {
         shard.close_and_assert_recovered(w, 0..6).await;
     }
 }
+
+/// Collection removes files while other processes list the same directory; a listing that
+/// read a name just before its file was removed must skip it, as an object store's would,
+/// not fail. (The soak test found a writer's open failing this way.)
+#[tokio::test]
+async fn a_listing_skips_a_file_removed_while_it_ran() {
+    use memwal_core::Store;
+    use memwal_core::store::fs::{FileInfo, Fs, StdFs};
+    use std::io;
+    use std::path::Path;
+
+    /// The real file system, except that every directory also names a file that is gone.
+    #[derive(Debug)]
+    struct RemovedMidListing(StdFs);
+    const GONE: &str = "0000000000000000000000000000000000000000000000000000000000000001.arrow";
+    impl Fs for RemovedMidListing {
+        fn create_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
+            self.0.create_file(path, data, sync)
+        }
+        fn stage(
+            &self,
+            dir: &Path,
+            data: &[u8],
+            sync: bool,
+        ) -> io::Result<memwal_core::store::fs::Staged> {
+            self.0.stage(dir, data, sync)
+        }
+        fn publish_first_free(
+            &self,
+            staged: &memwal_core::store::fs::Staged,
+            paths: &[std::path::PathBuf],
+        ) -> io::Result<usize> {
+            self.0.publish_first_free(staged, paths)
+        }
+        fn replace_file(&self, path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
+            self.0.replace_file(path, data, sync)
+        }
+        fn sync_file(&self, path: &Path) -> io::Result<()> {
+            self.0.sync_file(path)
+        }
+        fn create_dir(&self, path: &Path) -> io::Result<()> {
+            self.0.create_dir(path)
+        }
+        fn sync_dir(&self, path: &Path) -> io::Result<()> {
+            self.0.sync_dir(path)
+        }
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.0.read(path)
+        }
+        fn stat(&self, path: &Path) -> io::Result<FileInfo> {
+            self.0.stat(path)
+        }
+        fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, bool)>> {
+            let mut names = self.0.read_dir(path)?;
+            names.push((GONE.to_string(), false));
+            Ok(names)
+        }
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            self.0.remove_file(path)
+        }
+        fn remove_dir(&self, path: &Path) -> io::Result<()> {
+            self.0.remove_dir(path)
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::on_fs(
+        std::sync::Arc::new(RemovedMidListing(StdFs)),
+        dir.path().to_path_buf(),
+        true,
+    );
+    let shard = Shard::new(&store);
+    shard.close_after(manual_gc(), batch_per_id(0..3)).await;
+    // A writer's open lists the WAL (the hole check), as do collection and the tailer.
+    let w = shard.open(manual_gc()).await;
+    w.collect_garbage().await.unwrap();
+    shard.tailer().await.verify().await.unwrap();
+    shard.close_and_assert_recovered(w, 0..3).await;
+}

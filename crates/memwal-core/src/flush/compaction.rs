@@ -13,8 +13,9 @@
 //!
 //! A reader sees the old list or the new one, never both, so no row is read twice or missed.
 //! The replaced files stay until garbage collection removes them (as generation folders the
-//! manifest no longer lists, after its grace period), so a reader holding an older manifest can
-//! still read them meanwhile.
+//! manifest no longer lists, once their newest file is older than the grace period), so a
+//! reader holding an older manifest can still read them meanwhile: before its commit,
+//! compaction adds [`REPLACED_MARKER`] to each folder it replaces, which starts that period.
 //!
 //! Why the new folder is numbered `current_generation`: collection removes an unlisted folder
 //! only if its number is below the manifest's `current_generation` (see [`crate::gc`]).
@@ -37,6 +38,10 @@ use crate::flush::generation::{GenerationFlusher, encode_parquet};
 use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::reader::read_generation;
 use crate::store::{CreateOutcome, ShardPaths};
+
+/// The file compaction adds to each generation folder it replaces, so that garbage collection
+/// counts the folder's grace period from its replacement.
+pub const REPLACED_MARKER: &str = "replaced.json";
 
 /// When and how much the generation flusher compacts (`WriterConfig::compaction*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +123,13 @@ impl GenerationFlusher {
             batches.extend(read_generation(&self.store, &self.paths, g, Some(&self.schema)).await?);
         }
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        // Measured on the batches as read back, not summed from the inputs: a generation of
+        // many one-row puts records a per-batch overhead many times its data, and a merged
+        // generation carrying that sum would count as large and never be merged again.
+        let in_memory_bytes: u64 = batches
+            .iter()
+            .map(|b| b.get_array_memory_size() as u64)
+            .sum();
         let schema = self.schema.clone();
         let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
             .await
@@ -132,6 +144,26 @@ impl GenerationFlusher {
                 Err(e) => return Err(Error::io(format!("writing compacted file {path}"), e)),
             }
         };
+        // Collection times an unlisted folder by its newest file; a replaced generation's files
+        // are old, so without a newer one it would go at the first collection after the commit,
+        // while a reader holding the older manifest may still be reading it. Written before the
+        // commit, so a folder is never unlisted without it.
+        let marker = Bytes::from(format!(
+            "{{\"replacedAtMs\":{},\"by\":\"{dir}\"}}\n",
+            now_ms()
+        ));
+        for g in &merged_from {
+            let path = self
+                .paths
+                .shard_dir()
+                .clone()
+                .join(g.path.as_str())
+                .join(REPLACED_MARKER);
+            match self.store.put_if_absent(&path, marker.clone()).await {
+                Ok(_) => {}
+                Err(e) => return Err(Error::io(format!("writing {path}"), e)),
+            }
+        }
         self.store
             .faults()
             .pause_point("compaction-before-commit")
@@ -140,7 +172,7 @@ impl GenerationFlusher {
         let merged = FlushedGeneration {
             generation: last.generation,
             path: dir,
-            in_memory_bytes: Some(merged_from.iter().filter_map(|g| g.in_memory_bytes).sum()),
+            in_memory_bytes: Some(in_memory_bytes),
             physical_rows: Some(rows),
             primary_key_bytes: None,
             checksum: Some(crc32c::crc32c(&parquet)),

@@ -391,7 +391,13 @@ impl Shared {
                 if is_dir {
                     stack.push((p, child));
                 } else {
-                    out.push(object_meta(child, self.fs.stat(&p)?));
+                    match self.fs.stat(&p) {
+                        Ok(info) => out.push(object_meta(child, info)),
+                        // Removed since the directory was read (garbage collection): an
+                        // object store's listing would not show it either.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e),
+                    }
                 }
             }
         }
@@ -419,8 +425,12 @@ impl Shared {
             if is_dir {
                 result.common_prefixes.push(child);
             } else {
-                let info = self.fs.stat(&dir.join(&name))?;
-                result.objects.push(object_meta(child, info));
+                match self.fs.stat(&dir.join(&name)) {
+                    Ok(info) => result.objects.push(object_meta(child, info)),
+                    // Removed since the directory was read (see `list_blocking`).
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(result)

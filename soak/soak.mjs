@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// The soak test (issue 15, item 7): a shard run as a service runs it, compressed. Durable
+// one-row puts from several clients, MemTables small enough to rotate every few seconds, a
+// failover to a new writer process every few seconds (each fences the one before), garbage
+// collection and compaction on. Checked while it runs and at the end:
+//   - bytes on disk stay within 2x the live data (the generation files the manifest lists)
+//     plus the WAL above the low-water mark, plus a fixed allowance for small files;
+//   - replay stays bounded: no open replays more than a few MemTables' worth of rows;
+//   - every acknowledged row is read exactly once through ShardWriter.scan(), ShardReader.scan()
+//     and DuckDB over the listed generation files.
+// Open times are reported, not judged: the machine's speed is not what this checks.
+//
+// Usage: npm run soak [-- --minutes 30] [--failover-seconds 5] [--clients 8] [--dir DIR] [--json]
+// (30 minutes by default; CI runs --minutes 2.) Exits 1 if any check fails.
+
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
+
+import { DuckDBInstance } from '@duckdb/node-api'
+
+import { ShardReader, ShardWriter, WalTailer, collectGarbage } from '../index.js'
+import { SHARD, WRITER_OPTIONS, schema } from './config.mjs'
+
+const { values: args } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '30' },
+    'failover-seconds': { type: 'string', default: '5' },
+    clients: { type: 'string', default: '8' },
+    dir: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+})
+const minutes = Number(args.minutes)
+const failoverMs = Number(args['failover-seconds']) * 1000
+const clients = Number(args.clients)
+if (!(minutes > 0) || !(failoverMs > 0) || !(clients >= 1)) {
+  console.error('soak: --minutes, --failover-seconds and --clients must be positive numbers')
+  process.exit(2)
+}
+const dir = args.dir ?? mkdtempSync(join(tmpdir(), 'memwal-soak-'))
+mkdirSync(dir, { recursive: true })
+const log = (line) => {
+  if (!args.json) console.log(line)
+}
+
+/** Bytes of every file under `path`. */
+function bytesUnder(path) {
+  let total = 0
+  for (const name of readdirSync(path, { withFileTypes: true })) {
+    const p = join(path, name.name)
+    total += name.isDirectory() ? bytesUnder(p) : statSync(p).size
+  }
+  return total
+}
+
+const failures = []
+const fail = (what) => {
+  failures.push(what)
+  console.error(`soak: FAILED: ${what}`)
+}
+
+/** Every writer process started, so that none outlives this one if it fails. */
+const children = new Set()
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL')
+})
+
+/** Starts writer `index`; resolves with the child and its first report (how its open went). */
+function startWriter(index) {
+  const ackFile = join(dir, `acks-${index}.txt`)
+  writeFileSync(ackFile, '')
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'child.mjs'), dir, String(index), ackFile, String(clients)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  const lines = createInterface({ input: child.stdout })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const opened = new Promise((resolve, reject) => {
+    lines.once('line', (line) => resolve(JSON.parse(line)))
+    child.once('exit', (code) => reject(new Error(`writer ${index} exited (code ${code}) before it opened`)))
+  })
+  return { index, child, ackFile, exited, opened }
+}
+
+/** What the shard holds on disk now: every byte, the live generation files, the WAL above the mark. */
+async function diskNow() {
+  const reader = await ShardReader.open(dir, { shard: SHARD })
+  const manifest = await reader.manifest()
+  const files = await reader.files()
+  const live = files.reduce((n, f) => n + statSync(f.uri).size, 0)
+  const shardDir = join(dir, '_mem_wal', reader.shardId)
+  const walDir = join(shardDir, 'wal')
+  const tailer = await WalTailer.open(dir, { shard: SHARD })
+  let walAbove = 0
+  let walFiles = 0
+  for (const name of readdirSync(walDir)) {
+    walFiles++
+    // bitrev64 names: the position is the reversed binary digits.
+    const position = Number.parseInt(name.slice(0, 64).split('').reverse().join(''), 2)
+    if (position > manifest.walLowWater) walAbove += statSync(join(walDir, name)).size
+  }
+  await tailer.close()
+  await reader.close()
+  return { total: bytesUnder(shardDir), live, walAbove, walFiles, generations: files.length }
+}
+
+// A fixed allowance for what is neither data nor WAL: manifest versions, the fence sentinels
+// kept forever (one per failover), request-id files, a flush or compaction in flight.
+const ALLOWANCE = 8 * 1024 * 1024
+const started = Date.now()
+const deadline = started + minutes * 60_000
+const opens = []
+const disk = []
+let writers = 0
+let current = startWriter(writers++)
+opens.push(await current.opened)
+log(`soak: ${minutes} min in ${dir}, a failover every ${failoverMs / 1000} s, ${clients} clients per writer`)
+
+while (Date.now() < deadline) {
+  await new Promise((r) => setTimeout(r, Math.min(failoverMs, Math.max(0, deadline - Date.now()))))
+  if (Date.now() >= deadline) break
+  const next = startWriter(writers++)
+  opens.push(await next.opened)
+  const previous = current
+  current = next
+  // The old writer is fenced at its next put and exits; one that does not is a failure.
+  const timeout = setTimeout(() => {
+    fail(`writer ${previous.index} did not stop within 60 s of being fenced`)
+    previous.child.kill('SIGKILL')
+  }, 60_000)
+  const { code } = await previous.exited
+  clearTimeout(timeout)
+  if (code !== 0) fail(`writer ${previous.index} exited with code ${code}`)
+  const d = await diskNow()
+  disk.push(d)
+  const allowed = 2 * d.live + d.walAbove + ALLOWANCE
+  if (d.total > allowed) {
+    fail(`after failover ${writers - 1}: ${d.total} bytes on disk > 2 x ${d.live} live + ${d.walAbove} WAL + ${ALLOWANCE}`)
+  }
+  const last = opens[opens.length - 1]
+  log(
+    `soak: ${Math.round((Date.now() - started) / 1000)} s, writer ${writers - 1}: opened in ${last.openMs.toFixed(0)} ms (replayed ${last.replayedRows} rows), disk ${(d.total / 2 ** 20).toFixed(1)} MiB (live ${(d.live / 2 ** 20).toFixed(1)} MiB, WAL ${d.walFiles} files), ${d.generations} generations`,
+  )
+}
+
+// Stop the last writer cleanly: its close flushes every row into generations.
+current.child.kill('SIGTERM')
+const { code } = await current.exited
+if (code !== 0) fail(`the last writer exited with code ${code}`)
+
+const acked = []
+for (let i = 0; i < writers; i++) {
+  for (const line of readFileSync(join(dir, `acks-${i}.txt`), 'utf8').split('\n')) {
+    if (line !== '') acked.push(Number(line))
+  }
+}
+
+/** Checks that `ids` (what one way of reading returned) holds every acknowledged id exactly once. */
+function checkReadOnce(what, ids) {
+  const seen = new Set()
+  let duplicates = 0
+  for (const id of ids) {
+    if (seen.has(id)) duplicates++
+    seen.add(id)
+  }
+  if (duplicates > 0) fail(`${what}: ${duplicates} rows read twice`)
+  const missing = acked.filter((id) => !seen.has(id)).length
+  if (missing > 0) fail(`${what}: ${missing} acknowledged rows missing`)
+  return ids.length
+}
+const idsOf = (table) => Array.from(table.getChild('id'), Number)
+
+const writer = await ShardWriter.open(dir, { schema, shard: SHARD, ...WRITER_OPTIONS })
+const viaWriter = checkReadOnce('ShardWriter.scan()', idsOf(await writer.scan()))
+await writer.close()
+const reader = await ShardReader.open(dir, { shard: SHARD })
+const viaReader = checkReadOnce('ShardReader.scan()', idsOf(await reader.scan()))
+const files = await reader.files()
+const manifest = await reader.manifest()
+await reader.close()
+const duck = await (await DuckDBInstance.create(':memory:')).connect()
+const list = files.map((f) => `'${f.uri.replaceAll("'", "''")}'`).join(', ')
+const result = await duck.runAndReadAll(`SELECT id FROM read_parquet([${list}])`)
+const viaDuckDb = checkReadOnce('DuckDB over the listed files', result.getRowObjects().map((r) => Number(r.id)))
+
+// Replay is bounded by what was not yet in generations: a few MemTables' worth of rows.
+const rowBytes = 200
+const replayBound = (4 * WRITER_OPTIONS.maxMemtableSize) / rowBytes
+const maxReplayed = Math.max(...opens.map((o) => o.replayedRows))
+if (maxReplayed > replayBound) fail(`an open replayed ${maxReplayed} rows, more than ${replayBound}`)
+// Every row is in generations now: one more collection leaves only what fences stale writers
+// (a sentinel and the entry before it, per takeover).
+await collectGarbage(dir, { shard: SHARD, graceMs: WRITER_OPTIONS.gcGraceMs })
+const final = await diskNow()
+if (final.walFiles > 2 * writers + 2) {
+  fail(`${final.walFiles} WAL files left after the last collection, more than 2 per writer`)
+}
+if (final.total > 2 * final.live + ALLOWANCE) {
+  fail(`${final.total} bytes on disk at the end, more than 2 x ${final.live} live + ${ALLOWANCE}`)
+}
+
+const openMs = opens.map((o) => o.openMs).sort((a, b) => a - b)
+const summary = {
+  minutes,
+  writers,
+  failovers: writers - 1,
+  ackedRows: acked.length,
+  ackedPerSecond: Math.round(acked.length / ((Date.now() - started) / 1000)),
+  rowsRead: { writer: viaWriter, reader: viaReader, duckdb: viaDuckDb },
+  openMs: { p50: Math.round(openMs[Math.floor(openMs.length / 2)]), max: Math.round(openMs[openMs.length - 1]) },
+  maxReplayedRows: maxReplayed,
+  maxDiskRatio: Math.max(...disk.map((d) => d.total / (2 * d.live + d.walAbove + ALLOWANCE)), 0),
+  final: { ...final, walLowWater: manifest.walLowWater },
+  failures,
+}
+if (args.json) {
+  console.log(JSON.stringify(summary))
+} else {
+  log(
+    `soak: ${summary.failovers} failovers, ${summary.ackedRows} acknowledged rows (${summary.ackedPerSecond}/s), each read once by scan(), ShardReader and DuckDB (${viaWriter}, ${viaReader}, ${viaDuckDb} rows read)`,
+  )
+  log(
+    `soak: open p50 ${summary.openMs.p50} ms, max ${summary.openMs.max} ms; at most ${maxReplayed} rows replayed; disk at most ${(summary.maxDiskRatio * 100).toFixed(0)}% of the bound; at the end ${(final.total / 2 ** 20).toFixed(1)} MiB on disk for ${(final.live / 2 ** 20).toFixed(1)} MiB of generations (${final.generations} files), ${final.walFiles} WAL files`,
+  )
+}
+if (args.dir === undefined) rmSync(dir, { recursive: true, force: true })
+console.log(failures.length === 0 ? 'soak: 1 passed, 0 failed' : `soak: 0 passed, 1 failed (${failures.length} problems)`)
+process.exit(failures.length === 0 ? 0 : 1)
