@@ -23,8 +23,18 @@ export const BURST = 'non-durable burst (fresh writer, 0.5 s)'
 /** W3's non-durable cell over the full window. */
 export const SUSTAINED = 'non-durable sustained'
 
-/** W5's MemTables that rotate under load (what its memory bound is judged against). */
-export const W5_ROTATING = { maxMemtableBatches: 1000, maxMemtableSize: 1 << 20, maxUnflushedMemtableBytes: 8 << 20 }
+/**
+ * W5's MemTables that rotate under load (what its memory bound is judged against), with garbage
+ * collection every second and compaction past 8 generations, so that their cost is in the cell.
+ */
+export const W5_ROTATING = {
+  maxMemtableBatches: 1000,
+  maxMemtableSize: 1 << 20,
+  maxUnflushedMemtableBytes: 8 << 20,
+  gcIntervalMs: 1000,
+  gcGraceMs: 5000,
+  compactionMaxGenerations: 8,
+}
 /** W5's MemTables large enough never to rotate during the cell. */
 export const W5_STEADY = { maxMemtableBatches: 1 << 21, maxMemtableSize: 2 ** 33, maxUnflushedMemtableBytes: 2 ** 34 }
 /** W8's cells in run order, as `[workload, store, { kind, durable, clients }]`. */

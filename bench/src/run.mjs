@@ -350,7 +350,7 @@ W.W5 = async () => {
     rows: 1,
     clients: 64,
     options: W5_ROTATING,
-    label: 'rotating (MemTables of 1000 batches / 1 MiB, 8 MiB unflushed)',
+    label: 'rotating (MemTables of 1000 batches / 1 MiB, 8 MiB unflushed; collection every 1 s, compaction past 8 generations)',
     measureMs: P.w5Ms,
   })
 }
@@ -370,12 +370,12 @@ W.W8 = async () => {
 
 const BIG = { maxMemtableSize: 2 ** 34, maxUnflushedMemtableBytes: 2 ** 35, maxMemtableBatches: 1 << 20 }
 const w6 = []
-async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = Infinity, ms = Infinity }) {
+async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = Infinity, ms = Infinity, options = BIG }) {
   const { ShardWriter } = mods.memwal
   const dir = cellDir(`W6-${kind}`)
   note(`W6 replay ${kind}: writing`)
   const pool = pools21(rows)
-  const a = await ShardWriter.open(dir, { schema: kit21.schema, ...BIG })
+  const a = await ShardWriter.open(dir, { schema: kit21.schema, ...options })
   let written = 0
   let puts = 0
   const deadline = now() + ms
@@ -391,11 +391,14 @@ async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = 
   )
   const wal = await a.walStats()
   const shardId = a.shardId
+  // With rotations: what is in generations is not replayed, and collection removes its WAL.
+  const collected = options === BIG ? null : await a.collectGarbage()
+  const flushed = ((await a.manifest())?.flushedGenerations ?? []).reduce((n, g) => n + (g.rows ?? 0), 0)
   await a.abort()
   global.gc?.()
   note(`W6 replay ${kind}: reopening (${wal.entriesAppended} entries, ${fmtBytes(wal.bytesAppended)})`)
   const t0 = now()
-  const b = await ShardWriter.open(dir, { schema: kit21.schema, shardId, ...BIG })
+  const b = await ShardWriter.open(dir, { schema: kit21.schema, shardId, ...options })
   const openMs = now() - t0
   const m = await b.memtableStats()
   await b.abort()
@@ -409,6 +412,8 @@ async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = 
     walEntries: wal.entriesAppended,
     walBytes: wal.bytesAppended,
     rowsWritten: puts * rows,
+    rowsFlushed: flushed,
+    walEntriesCollected: collected?.walEntriesRemoved ?? 0,
     rowsReplayed: m.rowCount,
     openMs,
     replayMBps: wal.bytesAppended / 1e6 / (openMs / 1000),
@@ -422,6 +427,14 @@ async function replayCase(kind, { rows, clients, bytes = Infinity, entriesMax = 
 W.W6 = async () => {
   for (const bytes of P.w6Large) await replayCase(`large ${fmtBytes(bytes)}`, { rows: 10000, clients: 2, bytes })
   await replayCase('tiny (1-row entries)', { rows: 1, clients: 1, entriesMax: P.w6TinyMax, ms: P.w6TinyMs })
+  // A shard run as a service: MemTables rotate, collection and compaction run, so a reopen
+  // replays only what was not yet in generations, however long the shard has run.
+  await replayCase('rotating, collected (1-row entries, 8 clients)', {
+    rows: 1,
+    clients: 8,
+    ms: P.w6TinyMs,
+    options: { ...W5_ROTATING, gcIntervalMs: 200 },
+  })
 }
 
 const w7 = { process: [], inProcess: [] }

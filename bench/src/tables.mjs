@@ -84,19 +84,20 @@ export function sayRecoveryTable(w6, say) {
   say('W6 recovery: reopen (claim + WAL replay) after writing durable WAL entries, then abort')
   say(
     textTable(
-      ['entries', 'rows/put', 'WAL entries', 'WAL bytes', 'rows replayed', 'open', 'MB/s', 'entries/s', 'rows/s'],
+      ['entries', 'rows/put', 'WAL entries', 'WAL bytes', 'collected', 'rows replayed', 'open', 'MB/s', 'entries/s', 'rows/s'],
       w6.map((r) => [
         r.kind,
         r.rowsPerPut,
         r.walEntries,
         fmtBytes(r.walBytes),
+        r.walEntriesCollected ?? 0,
         `${r.rowsReplayed}/${r.rowsWritten}`,
         fmtUs(r.openMs * 1000),
         r.replayMBps.toFixed(0),
         fmtNum(r.entriesPerSec),
         fmtNum(r.rowsPerSec),
       ]),
-      [false, true, true, true, true, true, true, true, true],
+      [false, true, true, true, true, true, true, true, true, true],
     ),
   )
 }
