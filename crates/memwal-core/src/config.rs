@@ -21,6 +21,9 @@ pub const MAX_RETRY_BASE_DELAY_MS: u64 = 60_000;
 pub const MAX_WAL_FLUSH_INTERVAL_MS: u64 = 86_400_000;
 /// Upper bound on `max_memtable_age_ms` (seven days).
 pub const MAX_MEMTABLE_AGE_MS: u64 = 7 * 86_400_000;
+/// Fewest manifest versions garbage collection keeps: the newest, and the one the version hint
+/// may trail by.
+pub const MIN_KEEP_MANIFEST_VERSIONS: u64 = 2;
 /// Upper bound on `gc_keep_manifest_versions`.
 pub const MAX_KEEP_MANIFEST_VERSIONS: u64 = 1_000_000;
 /// Upper bound on `request_id_retention_ms` and `gc_grace_ms` (seven days).
@@ -193,12 +196,11 @@ impl WriterConfig {
                 self.gc_interval_ms
             )));
         }
-        if self.gc_keep_manifest_versions < crate::gc::MIN_KEEP_MANIFEST_VERSIONS
+        if self.gc_keep_manifest_versions < MIN_KEEP_MANIFEST_VERSIONS
             || self.gc_keep_manifest_versions > MAX_KEEP_MANIFEST_VERSIONS
         {
             return Err(Error::invalid(format!(
-                "invalid config: gc_keep_manifest_versions must be between {} and {MAX_KEEP_MANIFEST_VERSIONS}, got {}",
-                crate::gc::MIN_KEEP_MANIFEST_VERSIONS,
+                "invalid config: gc_keep_manifest_versions must be between {MIN_KEEP_MANIFEST_VERSIONS} and {MAX_KEEP_MANIFEST_VERSIONS}, got {}",
                 self.gc_keep_manifest_versions
             )));
         }
@@ -246,15 +248,6 @@ impl WriterConfig {
                     .collect::<Vec<_>>()
                     .join(", ")
             ))),
-        }
-    }
-
-    /// What background and on-demand collection by this writer may remove.
-    pub(crate) fn gc_options(&self) -> crate::gc::GcOptions {
-        crate::gc::GcOptions {
-            keep_manifest_versions: self.gc_keep_manifest_versions,
-            grace: Duration::from_millis(self.gc_grace_ms),
-            dry_run: false,
         }
     }
 

@@ -10,7 +10,7 @@
 //!    that lost to a committed generation, and generations that compaction replaced (the grace
 //!    period lets a reader holding an older manifest finish reading them).
 //!
-//! The writer runs it in the background (`WriterConfig::gc`); anyone may run it at any time
+//! The writer runs it in the background (its `gc` option); anyone may run it at any time
 //! (`memwal gc`): it writes nothing, and removes only what a committed manifest allows.
 //!
 //! # Fencing with collection
@@ -50,9 +50,7 @@ use crate::shard::ShardRef;
 use crate::store::{ShardPaths, Store, parse_bitrev64_name};
 use crate::wal::{self, entry};
 
-/// Fewest manifest versions collection keeps: the newest, and the one the version hint may
-/// trail by.
-pub const MIN_KEEP_MANIFEST_VERSIONS: u64 = 2;
+pub use crate::config::MIN_KEEP_MANIFEST_VERSIONS;
 
 /// What [`collect`] may remove.
 #[derive(Debug, Clone, PartialEq, Eq)]

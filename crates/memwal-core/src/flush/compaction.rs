@@ -34,9 +34,16 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::flush::Report;
-use crate::flush::generation::{GenerationFlusher, encode_parquet};
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+
+use crate::flush::Feedback;
+use crate::flush::parquet::encode_parquet;
+use crate::manifest::ManifestStore;
 use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::reader::read_generation;
+use crate::store::Store;
 use crate::store::{CreateOutcome, ShardPaths};
 
 /// The file compaction adds to each generation folder it replaces, so that garbage collection
@@ -102,19 +109,28 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-impl GenerationFlusher {
+/// Compacts for one writer epoch; owned by the generation flusher, which calls it after each
+/// commit (so the two never commit at once).
+pub(crate) struct Compactor {
+    pub store: Store,
+    pub paths: ShardPaths,
+    pub manifests: ManifestStore,
+    pub epoch: u64,
+    pub writer_id: String,
+    pub schema: SchemaRef,
+    pub feedback: Arc<Feedback>,
+    pub policy: CompactionPolicy,
+}
+
+impl Compactor {
     /// Compacts once if `latest` (the manifest our last commit wrote) calls for it. See the
     /// module docs.
     ///
     /// # Errors
     /// Whatever reading, writing or committing failed; `PeerClaimedEpoch` if a successor
     /// claimed the shard. Nothing is committed then.
-    pub(crate) async fn compact_if_due(
-        &self,
-        policy: &CompactionPolicy,
-        latest: &ShardManifest,
-    ) -> Result<()> {
-        let Some(run) = policy.pick(&latest.flushed_generations, now_ms()) else {
+    pub(crate) async fn compact_if_due(&self, latest: &ShardManifest) -> Result<()> {
+        let Some(run) = self.policy.pick(&latest.flushed_generations, now_ms()) else {
             return Ok(());
         };
         let merged_from: Vec<FlushedGeneration> = latest.flushed_generations[run].to_vec();

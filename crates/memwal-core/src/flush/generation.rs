@@ -27,20 +27,17 @@ pub(crate) mod schema;
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::batch_store::BatchRange;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
-use crate::flush::compaction::CompactionPolicy;
+use crate::flush::compaction::Compactor;
 use crate::flush::completion::Watcher;
+use crate::flush::parquet::encode_parquet;
 use crate::flush::{Feedback, Report};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::memtable::MemTable;
@@ -67,21 +64,6 @@ pub(crate) enum GenerationMsg {
     Shutdown,
 }
 
-/// Encodes `batches` as one Parquet file (Snappy, the Arrow schema embedded).
-pub fn encode_parquet(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
-    let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))
-        .map_err(|e| Error::io("creating a Parquet writer", e))?;
-    for b in batches {
-        w.write(b)
-            .map_err(|e| Error::io("encoding a generation as Parquet", e))?;
-    }
-    w.into_inner()
-        .map_err(|e| Error::io("finishing a Parquet generation file", e))
-}
-
 /// The task. See the module docs.
 pub(crate) struct GenerationFlusher {
     pub store: Store,
@@ -94,8 +76,8 @@ pub(crate) struct GenerationFlusher {
     pub feedback: Arc<Feedback>,
     /// `WriterConfig::request_id_retention_ms`: 0 persists no request ids.
     pub request_id_retention_ms: u64,
-    /// `None` with `WriterConfig::compaction` off.
-    pub compaction: Option<CompactionPolicy>,
+    /// Merges small generations after a commit; `None` with `WriterConfig::compaction` off.
+    pub compactor: Option<Compactor>,
 }
 
 impl GenerationFlusher {
@@ -123,8 +105,8 @@ impl GenerationFlusher {
                     continue;
                 }
             };
-            if let Some(policy) = &self.compaction
-                && let Err(e) = self.compact_if_due(policy, &committed).await
+            if let Some(compactor) = &self.compactor
+                && let Err(e) = compactor.compact_if_due(&committed).await
             {
                 // Compaction is optional: a failed one leaves the generations as they were
                 // (its file is collected later), except that a commit whose sync failed may

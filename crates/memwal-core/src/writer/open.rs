@@ -19,7 +19,7 @@ use super::state::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, Wr
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::flush::Feedback;
-use crate::flush::compaction::CompactionPolicy;
+use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
 use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
@@ -300,6 +300,20 @@ pub(crate) async fn open(
         handler_active,
         wal_rx,
     );
+    let compactor = config.compaction.then(|| Compactor {
+        store: store.clone(),
+        paths: paths.clone(),
+        manifests: manifests.clone(),
+        epoch,
+        writer_id: writer_id.clone(),
+        schema: schema.clone(),
+        feedback: feedback.clone(),
+        policy: CompactionPolicy {
+            max_generations: config.compaction_max_generations as usize,
+            target_bytes: config.compaction_target_bytes,
+            request_id_retention_ms: config.request_id_retention_ms,
+        },
+    });
     let flusher = GenerationFlusher {
         store,
         paths,
@@ -310,11 +324,7 @@ pub(crate) async fn open(
         retry: config.retry_policy(),
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
-        compaction: config.compaction.then_some(CompactionPolicy {
-            max_generations: config.compaction_max_generations as usize,
-            target_bytes: config.compaction_target_bytes,
-            request_id_retention_ms: config.request_id_retention_ms,
-        }),
+        compactor,
     };
     let mut periodic = Vec::new();
     if let (true, Some(ms)) = (config.enable_memtable, config.max_memtable_age_ms) {

@@ -242,13 +242,12 @@ impl WriterInner {
                 self.shard_id
             ))
         })?;
-        crate::gc::collect_from(
-            &self.store,
-            &self.paths,
-            &manifest,
-            &self.config.gc_options(),
-        )
-        .await
+        let options = crate::gc::GcOptions {
+            keep_manifest_versions: self.config.gc_keep_manifest_versions,
+            grace: std::time::Duration::from_millis(self.config.gc_grace_ms),
+            dry_run: false,
+        };
+        crate::gc::collect_from(&self.store, &self.paths, &manifest, &options).await
     }
 
     pub fn closed_error(&self) -> Error {

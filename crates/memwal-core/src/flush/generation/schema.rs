@@ -22,8 +22,8 @@ use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::encode_parquet;
 use crate::error::{Error, Result};
+use crate::flush::parquet::encode_parquet;
 
 /// Rows in the sample: a value, then (in a nullable field) a null.
 const SAMPLE_ROWS: usize = 2;
