@@ -112,10 +112,7 @@ pub async fn collect(
     let paths = store.shard_paths(shard.id());
     let manifests = ManifestStore::new(store.clone(), paths.clone());
     let Some(manifest) = manifests.read_latest().await? else {
-        return Err(Error::invalid(format!(
-            "no shard {shard} at {}: it has no manifest. Check the location and the shard's name or id",
-            store.location()
-        )));
+        return Err(shard.not_found_at(store.location()));
     };
     collect_from(store, &paths, &manifest, options).await
 }

@@ -187,10 +187,7 @@ impl ShardReader {
         let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         let Some(manifest) = manifests.read_latest().await? else {
-            return Err(Error::invalid(format!(
-                "no shard {shard} at {}: it has no manifest. Check the location and the shard's name or id",
-                store.location()
-            )));
+            return Err(shard.not_found_at(store.location()));
         };
         Ok(ShardReader {
             store,

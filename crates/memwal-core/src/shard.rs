@@ -93,6 +93,13 @@ pub enum ShardRef {
 }
 
 impl ShardRef {
+    /// The error for this shard missing at `location` (no manifest there).
+    pub(crate) fn not_found_at(&self, location: &str) -> crate::error::Error {
+        crate::error::Error::invalid(format!(
+            "no shard {self} at {location}: it has no manifest. Check the location and the shard's name or id"
+        ))
+    }
+
     /// A UUID is an id; anything else must be a valid name.
     ///
     /// # Errors

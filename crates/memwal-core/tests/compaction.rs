@@ -88,18 +88,33 @@ async fn small_generations_are_merged_and_every_row_is_read_once_in_order() {
 
 #[tokio::test]
 async fn the_writer_scans_the_compacted_list_while_it_runs() {
-    for (_backend, shard) in each_backend() {
+    for (backend, shard) in each_backend() {
         let w = shard.open(small_generations()).await;
-        for i in 0..12 {
+        let reported = backend.store.faults().pause_at("compaction-reported");
+        let mut i = 0;
+        loop {
             w.put(vec![batch([i])]).await.unwrap();
-            w.wait_for_flush_drain().await.unwrap();
-            // Replaced files are removed at once: a scan still listing them would fail.
-            gc::collect(&shard.store, shard.id, &eager_gc())
-                .await
-                .unwrap();
-            assert_eq!(scanned_ids(&w).await, (0..=i).collect::<Vec<_>>());
+            i += 1;
+            tokio::select! {
+                r = w.wait_for_flush_drain() => r.unwrap(),
+                _ = reported.reached() => break,
+            }
+            assert_eq!(scanned_ids(&w).await, (0..i).collect::<Vec<_>>());
         }
-        shard.close_and_assert_recovered(w, 0..12).await;
+        // The compaction committed and told the writer; its replaced files go at once (no
+        // grace), so a scan still reading the old list would fail.
+        reported.release();
+        w.wait_for_flush_drain().await.unwrap();
+        let report = gc::collect(&shard.store, shard.id, &eager_gc())
+            .await
+            .unwrap();
+        assert!(
+            !report.generation_dirs_removed.is_empty(),
+            "{}: {report:?}",
+            backend.name
+        );
+        assert_eq!(scanned_ids(&w).await, (0..i).collect::<Vec<_>>());
+        shard.close_and_assert_recovered(w, 0..i).await;
     }
 }
 
@@ -147,21 +162,33 @@ async fn compaction_off_or_request_ids_in_their_window_leave_generations_alone()
     }
 }
 
+/// A writer of `shard` with five one-row generations (ids 0-4) whose compaction, started by
+/// the fifth commit, is paused after writing its file and before its commit.
+async fn compaction_paused_before_commit(
+    backend: &Backend,
+    shard: &Shard,
+) -> (
+    Arc<memwal_core::ShardWriter>,
+    memwal_core::store::faults::PauseHandle,
+) {
+    let w = Arc::new(shard.open(small_generations()).await);
+    for i in 0..4 {
+        w.put(vec![batch([i])]).await.unwrap();
+    }
+    w.wait_for_flush_drain().await.unwrap();
+    let pause = backend.store.faults().pause_at("compaction-before-commit");
+    w.put(vec![batch([4])]).await.unwrap();
+    pause.reached().await;
+    (w, pause)
+}
+
 /// Collection running while a compaction has written its file but not committed it must not
 /// remove that file: the commit would then list a missing generation, and its rows (already
 /// out of the WAL's replay range) would be lost.
 #[tokio::test]
 async fn collection_never_removes_a_compaction_in_progress() {
     for (backend, shard) in each_backend() {
-        let w = Arc::new(shard.open(small_generations()).await);
-        for i in 0..4 {
-            w.put(vec![batch([i])]).await.unwrap();
-        }
-        w.wait_for_flush_drain().await.unwrap();
-        let pause = backend.store.faults().pause_at("compaction-before-commit");
-        // The fifth generation's commit starts a compaction, which stops before its commit.
-        w.put(vec![batch([4])]).await.unwrap();
-        pause.reached().await;
+        let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
         let report = gc::collect(&shard.store, shard.id, &eager_gc())
             .await
             .unwrap();
@@ -171,15 +198,12 @@ async fn collection_never_removes_a_compaction_in_progress() {
             backend.name
         );
         assert_eq!(report.generation_dirs_kept.len(), 1, "{report:?}");
+        // Once the compaction has committed and told the writer, its replaced files may go.
+        let reported = backend.store.faults().pause_at("compaction-reported");
         pause.release();
-        w.wait_for_flush_drain().await.unwrap();
-        // The compaction's report reaches the writer with its next look at the state.
-        within_hang_guard("the compaction commit", async {
-            while shard.manifest().await.flushed_generations.len() > 1 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await;
+        within_hang_guard("the compaction commit", reported.reached()).await;
+        reported.release();
+        assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
         gc::collect(&shard.store, shard.id, &eager_gc())
             .await
             .unwrap();
@@ -196,14 +220,7 @@ async fn collection_never_removes_a_compaction_in_progress() {
 #[tokio::test]
 async fn an_abandoned_compaction_loses_nothing_and_is_collected_later() {
     for (backend, shard) in each_backend() {
-        let w = Arc::new(shard.open(small_generations()).await);
-        for i in 0..4 {
-            w.put(vec![batch([i])]).await.unwrap();
-        }
-        w.wait_for_flush_drain().await.unwrap();
-        let pause = backend.store.faults().pause_at("compaction-before-commit");
-        w.put(vec![batch([4])]).await.unwrap();
-        pause.reached().await;
+        let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
         w.abort().await.unwrap();
         drop(pause);
 

@@ -13,11 +13,11 @@ use memwal_core::store::parse_bitrev64_name;
 use memwal_core::{ErrorCode, FenceReason, ShardReader, WriterConfig};
 use support::*;
 
-/// WAL positions present in `shard`, ascending.
-async fn wal_positions(backend: &Backend, shard: &Shard) -> Vec<u64> {
-    let dir = shard.store.shard_paths(shard.id).wal_dir();
+/// The numbers of the bit-reversed object names in `dir` (WAL positions, manifest versions),
+/// ascending.
+async fn numbers_in(backend: &Backend, dir: &object_store::path::Path) -> Vec<u64> {
     let mut out: Vec<u64> = backend
-        .object_names(&dir)
+        .object_names(dir)
         .await
         .iter()
         .filter_map(|n| n.rsplit('/').next().and_then(parse_bitrev64_name))
@@ -26,17 +26,14 @@ async fn wal_positions(backend: &Backend, shard: &Shard) -> Vec<u64> {
     out
 }
 
+/// WAL positions present in `shard`, ascending.
+async fn wal_positions(backend: &Backend, shard: &Shard) -> Vec<u64> {
+    numbers_in(backend, &shard.store.shard_paths(shard.id).wal_dir()).await
+}
+
 /// Manifest versions present in `shard`, ascending.
 async fn manifest_versions(backend: &Backend, shard: &Shard) -> Vec<u64> {
-    let dir = shard.store.shard_paths(shard.id).manifest_dir();
-    let mut out: Vec<u64> = backend
-        .object_names(&dir)
-        .await
-        .iter()
-        .filter_map(|n| n.rsplit('/').next().and_then(parse_bitrev64_name))
-        .collect();
-    out.sort_unstable();
-    out
+    numbers_in(backend, &shard.store.shard_paths(shard.id).manifest_dir()).await
 }
 
 /// Durable, no background collection (tests collect when they choose).

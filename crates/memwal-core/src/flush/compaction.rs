@@ -39,12 +39,12 @@ use std::sync::Arc;
 use arrow_schema::SchemaRef;
 
 use crate::flush::Feedback;
-use crate::flush::parquet::encode_parquet;
+use crate::flush::parquet::{create_generation_file, encode_parquet};
 use crate::manifest::ManifestStore;
 use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::reader::read_generation;
+use crate::store::ShardPaths;
 use crate::store::Store;
-use crate::store::{CreateOutcome, ShardPaths};
 
 /// The file compaction adds to each generation folder it replaces, so that garbage collection
 /// counts the folder's grace period from its replacement.
@@ -151,15 +151,13 @@ impl Compactor {
             .await
             .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
         let parquet = Bytes::from(parquet);
-        let dir = loop {
-            let dir = ShardPaths::new_generation_dir_name(latest.current_generation);
-            let path = self.paths.generation_file(&dir);
-            match self.store.put_if_absent(&path, parquet.clone()).await {
-                Ok(CreateOutcome::Created) => break dir,
-                Ok(CreateOutcome::AlreadyExists) => continue,
-                Err(e) => return Err(Error::io(format!("writing compacted file {path}"), e)),
-            }
-        };
+        let dir = create_generation_file(
+            &self.store,
+            &self.paths,
+            latest.current_generation,
+            &parquet,
+        )
+        .await?;
         // Collection times an unlisted folder by its newest file; a replaced generation's files
         // are old, so without a newer one it would go at the first collection after the commit,
         // while a reader holding the older manifest may still be reading it. Written before the
@@ -228,6 +226,7 @@ impl Compactor {
         self.feedback.report(Report::GenerationsCompacted {
             flushed: committed.flushed_generations,
         });
+        self.store.faults().pause_point("compaction-reported").await;
         Ok(())
     }
 }

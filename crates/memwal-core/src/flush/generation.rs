@@ -37,7 +37,7 @@ use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::flush::compaction::Compactor;
 use crate::flush::completion::Watcher;
-use crate::flush::parquet::encode_parquet;
+use crate::flush::parquet::{create_generation_file, encode_parquet};
 use crate::flush::{Feedback, Report};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::memtable::MemTable;
@@ -221,17 +221,7 @@ impl GenerationFlusher {
             .await
             .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
         let parquet = Bytes::from(parquet);
-        let dir = loop {
-            let dir = ShardPaths::new_generation_dir_name(generation);
-            let path = self.paths.generation_file(&dir);
-            match self.store.put_if_absent(&path, parquet.clone()).await {
-                Ok(CreateOutcome::Created) => break dir,
-                Ok(CreateOutcome::AlreadyExists) => continue,
-                Err(e) => {
-                    return Err(Error::io(format!("writing generation file {path}"), e));
-                }
-            }
-        };
+        let dir = create_generation_file(&self.store, &self.paths, generation, &parquet).await?;
         let requests = self.write_request_ids(memtable, &dir).await?;
         self.store
             .faults()

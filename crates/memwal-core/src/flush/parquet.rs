@@ -6,7 +6,10 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
+use bytes::Bytes;
+
 use crate::error::{Error, Result};
+use crate::store::{CreateOutcome, ShardPaths, Store};
 
 /// Encodes `batches` as one Parquet file (Snappy, the Arrow schema embedded).
 pub fn encode_parquet(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
@@ -21,4 +24,24 @@ pub fn encode_parquet(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec
     }
     w.into_inner()
         .map_err(|e| Error::io("finishing a Parquet generation file", e))
+}
+
+/// Creates `parquet` as the data file of a new generation folder numbered `number`, and returns
+/// the folder's name. The name is random per attempt, so a retry never reuses a folder an
+/// earlier attempt may have partly written.
+pub(crate) async fn create_generation_file(
+    store: &Store,
+    paths: &ShardPaths,
+    number: u64,
+    parquet: &Bytes,
+) -> Result<String> {
+    loop {
+        let dir = ShardPaths::new_generation_dir_name(number);
+        let path = paths.generation_file(&dir);
+        match store.put_if_absent(&path, parquet.clone()).await {
+            Ok(CreateOutcome::Created) => return Ok(dir),
+            Ok(CreateOutcome::AlreadyExists) => continue,
+            Err(e) => return Err(Error::io(format!("writing generation file {path}"), e)),
+        }
+    }
 }

@@ -25,7 +25,9 @@
 //!   `wal-append-before-put` (an entry is encoded, its PUT not yet issued),
 //!   `open-before-sentinel` (a new writer claimed its epoch, its fence sentinel not yet
 //!   written), `open-before-replay` (a new writer claimed its epoch and wrote its fence
-//!   sentinel), `generation-before-commit`
+//!   sentinel), `compaction-before-commit` (a compaction wrote its file, the manifest not yet
+//!   updated), `compaction-reported` (a compaction committed and reported the new generation
+//!   list to the writer), `generation-before-commit`
 //!   (a generation file is written, the manifest not yet updated).
 
 use std::collections::HashMap;
