@@ -84,9 +84,10 @@ export class ShardReader {
   }
 
   /**
-   * Generation folders in the shard's folder that the latest manifest does not list: a flush in
-   * progress, or one a writer abandoned (it crashed or was fenced before committing it). Their
-   * rows are also in the WAL or a committed generation: never read them.
+   * Generation folders in the shard's folder that the latest manifest does not list: a flush or
+   * compaction in progress, one a writer abandoned (it crashed or was fenced before committing
+   * it), or generations compaction replaced (until garbage collection removes them). Their rows
+   * are also in the WAL or a committed generation: never read them.
    */
   async uncommittedGenerations(): Promise<string[]> {
     requireOpen(this.#closed, 'ShardReader')

@@ -240,9 +240,10 @@ impl ShardReader {
     }
 
     /// Generation folders in the shard's folder that the latest manifest does not list, sorted:
-    /// a flush in progress, or one a writer abandoned (it crashed or was fenced before its
-    /// commit). Their rows are in the WAL or in a committed generation too, so a tool that
-    /// read them would count rows twice.
+    /// a flush or compaction in progress, one a writer abandoned (it crashed or was fenced
+    /// before its commit), or generations compaction replaced (until garbage collection removes
+    /// them). Their rows are in the WAL or in a committed generation too, so a tool that read
+    /// them would count rows twice.
     pub async fn uncommitted_generations(&self) -> Result<Vec<String>> {
         // Listed before the manifest is read: a flush committed in between is then not
         // reported.
