@@ -93,6 +93,11 @@ export declare class NativeShardWriter {
    * event loop alive.
    */
   relayDurable(callback: (ok: number[], failed: number[], messages: string[]) => void): void
+  /**
+   * Sends this writer's events to `callback(json)`, one JSON object per event, on the
+   * JavaScript thread. Once per writer; the callback does not keep the event loop alive.
+   */
+  onEvents(callback: (event: string) => void): void
   /** Makes everything written so far durable. */
   flush(): Promise<void>
   /** Freezes the active MemTable. */

@@ -16,7 +16,7 @@
  * batches by their structure), `options.ts`,
  * `types.ts` (results and statistics, declared once in the binding), `deadline.ts` (a call's
  * `signal` and `timeoutMs`), `writer.ts`, `reader.ts`
- * (reader and tailer), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
+ * (reader and tailer), `events.ts` (writer events), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
  * @packageDocumentation
  */
@@ -54,5 +54,6 @@ export type {
   WriteStats,
 } from './lib/types.js'
 export { ShardWriter } from './lib/writer.js'
+export type { CompactionEvent, GenerationFlushedEvent, ShardWriterEvents, WalAppendEvent } from './lib/events.js'
 export { ShardReader, WalTailer, type FollowOptions } from './lib/reader.js'
 export { collectGarbage, type GcReport } from './lib/gc.js'

@@ -10,6 +10,7 @@ import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type GcReport, NativeShardWriter, type NativeWriteTicket } from '../native.js'
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
+import { EventEmitter, type ShardWriterEvents, checkListener, emitNativeEvent } from './events.js'
 import { type PutData, encode } from './encoding.js'
 import { call, callSync } from './errors.js'
 import { manifestOf } from './holder.js'
@@ -63,6 +64,9 @@ export class ShardWriter {
   readonly #durableWrite: boolean
   /** The first `close()`'s outcome: later calls (e.g. an explicit close inside `await using`) share it. */
   #closing: Promise<void> | undefined
+  /** Listeners of this writer's events; the binding sends events only once one is added. */
+  readonly #events = new EventEmitter()
+  #subscribed = false
 
   private constructor(native: NativeShardWriter) {
     this.#native = native
@@ -100,6 +104,55 @@ export class ShardWriter {
       (late) => void late.abort().catch(() => undefined),
     )
     return new ShardWriter(opened)
+  }
+
+  /**
+   * Adds `listener` for `event` (see {@link ShardWriterEvents}): `fenced`, `walAppend`,
+   * `generationFlushed`, `compaction`, `gc`, `error`. Listeners run on the JavaScript thread,
+   * after what they report took effect. The first listener starts the events; with none, a
+   * writer builds none.
+   * @returns this writer, for chaining
+   * @throws {InvalidArgumentError} for an unknown event or a listener that is not a function
+   *
+   * @example
+   * ```ts
+   * writer.on('fenced', (e) => log.error({ holder: e.holder }, e.message))
+   * writer.on('generationFlushed', ({ generation, rows }) => metrics.flushed(generation, rows))
+   * ```
+   */
+  on<K extends keyof ShardWriterEvents>(event: K, listener: (...args: ShardWriterEvents[K]) => void): this {
+    checkListener('ShardWriter.on', event, listener)
+    this.#subscribe()
+    this.#events.on(event, listener as (...args: unknown[]) => void)
+    return this
+  }
+
+  /**
+   * Adds `listener` for the next `event` only. See {@link ShardWriter.on}.
+   * @returns this writer, for chaining
+   * @throws {InvalidArgumentError} for an unknown event or a listener that is not a function
+   */
+  once<K extends keyof ShardWriterEvents>(event: K, listener: (...args: ShardWriterEvents[K]) => void): this {
+    checkListener('ShardWriter.once', event, listener)
+    this.#subscribe()
+    this.#events.once(event, listener as (...args: unknown[]) => void)
+    return this
+  }
+
+  /**
+   * Removes `listener` from `event`.
+   * @returns this writer, for chaining
+   */
+  off<K extends keyof ShardWriterEvents>(event: K, listener: (...args: ShardWriterEvents[K]) => void): this {
+    this.#events.off(event, listener as (...args: unknown[]) => void)
+    return this
+  }
+
+  #subscribe(): void {
+    if (this.#subscribed) return
+    this.#subscribed = true
+    const events = this.#events
+    callSync(() => this.#native.onEvents((json) => emitNativeEvent(events, json)))
   }
 
   /** The shard id (a UUID). Pass it as `shardId` to reopen the shard. */

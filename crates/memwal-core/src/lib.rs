@@ -22,6 +22,7 @@
 pub mod batch_store;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod flush;
 pub mod gc;
 pub mod holder;
@@ -39,6 +40,7 @@ pub mod writer;
 pub use batch_store::BatchRange;
 pub use config::{OptionValue, WriterConfig};
 pub use error::{Error, ErrorCode, FenceReason, Result};
+pub use events::{EventSink, WriterEvent};
 pub use flush::DurableWatcher;
 pub use holder::ShardHolder;
 pub use manifest::{FlushedGeneration, ShardManifest};

@@ -436,6 +436,24 @@ impl ShardWriter {
         Ok(out)
     }
 
+    /// Sends this writer's events to `sink` from now on (see [`crate::events`]): a fence as soon
+    /// as it is found, every WAL append, generation flush, compaction and background collection.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if this writer already has a sink.
+    pub fn on_event(&self, sink: crate::EventSink) -> Result<()> {
+        if !self.inner.feedback.events.subscribe(sink) {
+            return Err(Error::invalid(
+                "this writer already sends its events somewhere; a writer has one event sink",
+            ));
+        }
+        // A fence found before the sink was installed is still news to it.
+        if let Some(latched) = self.inner.feedback.latched() {
+            self.inner.feedback.events.send_fenced(latched);
+        }
+        Ok(())
+    }
+
     /// Collects garbage in this writer's shard now, with this writer's `gc_*` options, and
     /// says what was removed. Runs whether or not background collection (`gc`) is on; see
     /// [`crate::gc`] for what is removed and why it is safe while writers run.

@@ -5,7 +5,8 @@
 //! as `lib/encoding.ts` hands it over), `rows` (plain-object rows → a batch of the shard's
 //! schema), `columns` (column buffers → batches), `schema` (an
 //! apache-arrow Schema described by its structure → arrow-rs schema), `ipc` (Arrow IPC bytes ↔
-//! batches), `durable` (the relay that reports durable puts to JavaScript in batches),
+//! batches), `durable` (the relay that reports durable puts to JavaScript in batches), `events` (writer
+//! events to JavaScript),
 //! `reader` (reader and tailer), `gc` (garbage collection's options and report), `convert` (options, results, statistics) and `error` (the only
 //! place core errors become JavaScript errors). Semantics live in memwal-core; an `if` about
 //! memwal behaviour belongs there.
@@ -23,6 +24,7 @@ mod columns;
 mod convert;
 mod durable;
 mod error;
+mod events;
 mod gc;
 mod ipc;
 mod put_data;

@@ -211,6 +211,13 @@ impl NativeShardWriter {
         Ok(())
     }
 
+    /// Sends this writer's events to `callback(json)`, one JSON object per event, on the
+    /// JavaScript thread. Once per writer; the callback does not keep the event loop alive.
+    #[napi(ts_args_type = "callback: (event: string) => void", catch_unwind)]
+    pub fn on_events(&self, callback: Function<String, ()>) -> napi::Result<()> {
+        self.inner.on_event(crate::events::sink(&callback)?).napi()
+    }
+
     /// Makes everything written so far durable.
     #[napi(catch_unwind)]
     pub async fn flush(&self) -> napi::Result<()> {

@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 
+use crate::events::WriterEvent;
 use crate::flush::Feedback;
 use crate::flush::parquet::{create_generation_file, encode_parquet};
 use crate::manifest::ManifestStore;
@@ -223,6 +224,12 @@ impl Compactor {
                 self.paths.shard_id()
             )));
         }
+        self.feedback.events.send(|| WriterEvent::Compaction {
+            merged: merged_from.len() as u64,
+            generation: merged.generation,
+            rows,
+            file: self.paths.generation_file(&merged.path).to_string(),
+        });
         self.feedback.report(Report::GenerationsCompacted {
             flushed: committed.flushed_generations,
         });

@@ -12,6 +12,7 @@
 //!   and after a poisoning;
 //! - the write statistics (atomic counters).
 
+use crate::events::Events;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
@@ -59,6 +60,8 @@ pub(crate) struct Feedback {
     progress: watch::Sender<u64>,
     /// Write statistics.
     pub stats: StatsRecorder,
+    /// Where events go (see [`crate::events`]).
+    pub events: Events,
     /// The seed report's bug, for the regression test's negative control only: one
     /// writer-wide watermark of generation-local batch ends.
     #[cfg(feature = "legacy-watermark-bug")]
@@ -79,6 +82,7 @@ impl Feedback {
             reports,
             progress: watch::Sender::new(0),
             stats: StatsRecorder::default(),
+            events: Events::default(),
             #[cfg(feature = "legacy-watermark-bug")]
             legacy_watermark: watch::Sender::new(0),
         };
@@ -131,6 +135,7 @@ impl Feedback {
             )
         };
         self.latch.latch(error);
+        self.events.send_fenced(self.latch.get().expect("latched"));
         self.bump_progress();
         self.latch.get().cloned().expect("latched")
     }

@@ -35,6 +35,7 @@ use tokio::time::Instant;
 use crate::batch_store::BatchRange;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
+use crate::events::WriterEvent;
 use crate::flush::compaction::Compactor;
 use crate::flush::completion::Watcher;
 use crate::flush::parquet::{create_generation_file, encode_parquet};
@@ -269,9 +270,17 @@ impl GenerationFlusher {
             .find(|g| g.generation == generation)
             .cloned()
             .unwrap_or(entry);
+        let latency = started.elapsed();
+        self.feedback.stats.record_memtable_flush(rows, latency);
         self.feedback
-            .stats
-            .record_memtable_flush(rows, started.elapsed());
+            .events
+            .send(|| WriterEvent::GenerationFlushed {
+                generation,
+                rows,
+                bytes: entry.in_memory_bytes.unwrap_or(0),
+                file: self.paths.generation_file(&entry.path).to_string(),
+                latency,
+            });
         self.feedback.report(Report::GenerationCommitted {
             memtable: memtable.clone(),
             generation: entry,

@@ -37,6 +37,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::batch_store::BatchRange;
 use crate::error::{Error, Result};
+use crate::events::WriterEvent;
 use crate::flush::completion::Completion;
 use crate::flush::{Feedback, PutCompletion, Report};
 use crate::memtable::{MemTable, WalProgress};
@@ -388,11 +389,19 @@ impl WalFlushHandler {
         let started = Instant::now();
         match self.appender.append_with(batches, requests).await {
             Ok(entry) => {
+                let latency = started.elapsed();
                 self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
                     entry.num_batches as u64,
-                    started.elapsed(),
+                    latency,
                 );
+                self.feedback.events.send(|| WriterEvent::WalAppend {
+                    position: entry.position.get(),
+                    batches: entry.num_batches as u64,
+                    rows: entry.num_rows as u64,
+                    bytes: entry.bytes as u64,
+                    latency,
+                });
                 Ok(entry.position)
             }
             Err(e) => Err(self.feedback.poison(e)),

@@ -18,6 +18,7 @@ use super::request_index::{RequestIndex, Rows, WallClock};
 use super::state::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
+use crate::events::WriterEvent;
 use crate::flush::Feedback;
 use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
@@ -51,7 +52,10 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
         if inner.lock().lifecycle != Lifecycle::Open || inner.feedback.check().is_err() {
             return;
         }
-        let _ = inner.collect_garbage().await;
+        match inner.collect_garbage().await {
+            Ok(report) => inner.feedback.events.send(|| WriterEvent::Gc(report)),
+            Err(error) => inner.feedback.events.send(|| WriterEvent::Error { error }),
+        }
     }
 }
 

@@ -1,0 +1,90 @@
+// Writer events (issue 17, item 1), as a service wires them: `writer.on(...)` fires with the
+// fields each event documents, and a background failure arrives at once, with no call waiting.
+
+import test from 'ava'
+
+import {
+  FencedError,
+  type GenerationFlushedEvent,
+  InvalidArgumentError,
+  ObjectStore,
+  ShardWriter,
+  type WalAppendEvent,
+} from '../index'
+import { rows, schema, tempDir } from './helpers'
+
+/**
+ * The next `event` of `w`, as a promise. Events do not keep the process alive (a service has
+ * its own handles; a test waiting on nothing else would end): a timer does, until it comes.
+ */
+function next<T>(w: ShardWriter, event: 'walAppend' | 'generationFlushed' | 'compaction' | 'gc' | 'fenced'): Promise<T> {
+  const alive = setInterval(() => undefined, 1000)
+  return new Promise<T>((resolve) => w.once(event, ((e: T) => resolve(e)) as never)).finally(() => clearInterval(alive))
+}
+
+test('walAppend, generationFlushed, compaction and gc fire with their fields', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema, maxMemtableBatches: 1, compactionMaxGenerations: 2, gcIntervalMs: 5 })
+  const append = next<WalAppendEvent>(w, 'walAppend')
+  const flushed = next<GenerationFlushedEvent>(w, 'generationFlushed')
+  const compaction = next<{ merged: number; rows: number; file: string }>(w, 'compaction')
+  const collected: Array<{ walEntriesRemoved: number }> = []
+  w.on('gc', (r) => collected.push(r))
+  await w.put(rows([0, 1, 2]))
+  t.like(await append, { position: 1, batches: 1, rows: 3 })
+  t.true((await append).latencyMs >= 0)
+  const f = await flushed
+  t.like(f, { generation: 1, rows: 3 })
+  t.regex(f.file, /_gen_1\/data\.parquet$/)
+  await w.put(rows([3]))
+  await w.put(rows([4]))
+  t.like(await compaction, { merged: 3, rows: 5 })
+  while (!collected.some((r) => r.walEntriesRemoved > 0)) await new Promise((r) => setTimeout(r, 5))
+  await w.close()
+})
+
+test('a background WAL failure in non-durable mode is emitted as fenced at once', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, {
+    schema,
+    durableWrite: false,
+    maxWalFlushIntervalMs: 10,
+    maxWalPersistRetries: 0,
+  })
+  const fenced = next<FencedError>(w, 'fenced')
+  store.faults.failWalPuts(Infinity)
+  await w.put(rows([1]))
+  const e = await fenced
+  t.true(e instanceof FencedError)
+  t.is(e.fenceReason, 'PersistenceFailure')
+  t.regex(e.message, /WAL persistence failed/)
+  store.faults.recover()
+  await t.throwsAsync(w.put(rows([2])), { instanceOf: FencedError })
+  await w.abort()
+})
+
+test('a successor fences a writer: the event names the holder', async (t) => {
+  const dir = tempDir(t)
+  const a = await ShardWriter.open(dir, { schema, durableWrite: false, maxWalFlushIntervalMs: 10 })
+  const fenced = next<FencedError>(a, 'fenced')
+  const b = await ShardWriter.open(dir, { schema })
+  await a.put(rows([1]))
+  const e = await fenced
+  t.is(e.fenceReason, 'PeerClaimedEpoch')
+  t.is(e.holder?.epoch, b.epoch)
+  await a.abort()
+  await b.close()
+})
+
+test('with no error listener a background failure is not thrown; bad listeners are refused', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema, gcIntervalMs: 5 })
+  // Listening to something else starts the events; a failed collection would be an `error`.
+  w.on('walAppend', () => undefined)
+  await w.put(rows([1]))
+  t.throws(() => w.on('nope' as never, () => undefined), { instanceOf: InvalidArgumentError, message: /unknown event string "nope"; events: fenced, walAppend/ })
+  t.throws(() => w.on('gc', 42 as never), { instanceOf: InvalidArgumentError, message: /listener must be a function/ })
+  const listener = (): void => undefined
+  t.is(w.on('gc', listener).off('gc', listener), w)
+  await w.close()
+})

@@ -1,0 +1,215 @@
+//! Writer events (issue 17, item 1): each fires with its fields, right after what it describes,
+//! and a background failure is reported at once, with no call waiting.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use memwal_core::{ErrorCode, FenceReason, ShardWriter, WriterEvent};
+use support::*;
+
+/// A sink that keeps every event, and the events kept so far.
+fn recorder(w: &ShardWriter) -> Arc<Mutex<Vec<WriterEvent>>> {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let kept = events.clone();
+    w.on_event(Arc::new(move |e| kept.lock().unwrap().push(e)))
+        .unwrap();
+    events
+}
+
+/// Waits until `events` holds one that `matches`; returns it.
+async fn next_matching(
+    events: &Arc<Mutex<Vec<WriterEvent>>>,
+    what: &str,
+    matches: impl Fn(&WriterEvent) -> bool,
+) -> WriterEvent {
+    within_hang_guard(what, async {
+        loop {
+            if let Some(e) = events.lock().unwrap().iter().find(|e| matches(e)) {
+                return e.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn appends_flushes_compactions_and_collections_are_reported() {
+    for (backend, shard) in each_backend() {
+        let w = shard
+            .open(durable().with(|c| {
+                c.max_memtable_batches = 1;
+                c.compaction_max_generations = 2;
+                c.gc_interval_ms = 5;
+            }))
+            .await;
+        let events = recorder(&w);
+        w.put(vec![rows(0, 3)]).await.unwrap();
+        match next_matching(&events, "a WAL append", |e| {
+            matches!(e, WriterEvent::WalAppend { .. })
+        })
+        .await
+        {
+            WriterEvent::WalAppend {
+                position,
+                batches,
+                rows,
+                bytes,
+                ..
+            } => {
+                assert_eq!((position, batches, rows), (1, 1, 3), "{}", backend.name);
+                assert!(bytes > 0);
+            }
+            e => unreachable!("{e:?}"),
+        }
+        match next_matching(&events, "a generation flush", |e| {
+            matches!(e, WriterEvent::GenerationFlushed { .. })
+        })
+        .await
+        {
+            WriterEvent::GenerationFlushed {
+                generation,
+                rows,
+                file,
+                ..
+            } => {
+                assert_eq!((generation, rows), (1, 3));
+                assert!(file.ends_with("_gen_1/data.parquet"), "{file}");
+            }
+            e => unreachable!("{e:?}"),
+        }
+        w.put(vec![rows(3, 1)]).await.unwrap();
+        w.put(vec![rows(4, 1)]).await.unwrap();
+        match next_matching(&events, "a compaction", |e| {
+            matches!(e, WriterEvent::Compaction { .. })
+        })
+        .await
+        {
+            WriterEvent::Compaction { merged, rows, .. } => {
+                assert_eq!((merged, rows), (3, 5), "{}", backend.name);
+            }
+            e => unreachable!("{e:?}"),
+        }
+        match next_matching(
+            &events,
+            "a collection that removed entries",
+            |e| matches!(e, WriterEvent::Gc(r) if r.wal_entries_removed > 0),
+        )
+        .await
+        {
+            WriterEvent::Gc(report) => assert!(report.low_water >= 1),
+            e => unreachable!("{e:?}"),
+        }
+        assert!(
+            !events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| matches!(e, WriterEvent::Fenced { .. } | WriterEvent::Error { .. }))
+        );
+        shard.close_and_assert_recovered(w, 0..5).await;
+    }
+}
+
+/// Non-durable puts resolve before their WAL append: when the append then fails, the fence is
+/// reported at once, with no call waiting (before: only the next call found out).
+#[tokio::test]
+async fn a_background_wal_failure_is_reported_at_once() {
+    for (backend, shard) in each_backend() {
+        let w = shard
+            .open(non_durable().with(|c| {
+                c.max_wal_flush_interval_ms = Some(10);
+                c.max_wal_persist_retries = 0;
+            }))
+            .await;
+        let events = recorder(&w);
+        backend.store.faults().fail_wal_puts(u64::MAX);
+        w.put(vec![rows(0, 2)]).await.unwrap();
+        match next_matching(&events, "the fence", |e| {
+            matches!(e, WriterEvent::Fenced { .. })
+        })
+        .await
+        {
+            WriterEvent::Fenced { error } => {
+                assert_eq!(
+                    error.fence_reason(),
+                    Some(FenceReason::PersistenceFailure),
+                    "{}",
+                    backend.name
+                );
+                assert!(
+                    error.to_string().contains("WAL persistence failed"),
+                    "{error}"
+                );
+            }
+            e => unreachable!("{e:?}"),
+        }
+        backend.store.faults().recover();
+        let e = w.put(vec![rows(2, 1)]).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Fenced);
+        let fences = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e, WriterEvent::Fenced { .. }))
+            .count();
+        assert_eq!(fences, 1, "the fence is news once");
+        w.abort().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_successor_fences_a_non_durable_writer_and_the_event_names_it() {
+    for (backend, shard) in each_backend() {
+        let a = shard
+            .open(non_durable().with(|c| c.max_wal_flush_interval_ms = Some(10)))
+            .await;
+        let events = recorder(&a);
+        let b = shard.open(durable()).await;
+        a.put(vec![rows(0, 1)]).await.unwrap();
+        match next_matching(&events, "the fence", |e| {
+            matches!(e, WriterEvent::Fenced { .. })
+        })
+        .await
+        {
+            WriterEvent::Fenced { error } => {
+                assert_eq!(
+                    error.fence_reason(),
+                    Some(FenceReason::PeerClaimedEpoch),
+                    "{}",
+                    backend.name
+                );
+                assert_eq!(error.holder().map(|h| h.epoch), Some(b.epoch()));
+            }
+            e => unreachable!("{e:?}"),
+        }
+        a.abort().await.unwrap();
+        b.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_writer_has_one_sink_and_a_late_one_still_hears_of_its_fence() {
+    let (backend, shard) = each_backend().remove(0);
+    let w = shard
+        .open(non_durable().with(|c| {
+            c.max_wal_flush_interval_ms = Some(10);
+            c.max_wal_persist_retries = 0;
+        }))
+        .await;
+    backend.store.faults().fail_wal_puts(u64::MAX);
+    w.put(vec![rows(0, 1)]).await.unwrap();
+    // The flush fails the append, and with it the writer, before any sink is installed.
+    let e = w.flush().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Fenced, "{e}");
+    let events = recorder(&w);
+    assert!(matches!(
+        events.lock().unwrap().as_slice(),
+        [WriterEvent::Fenced { .. }]
+    ));
+    let e = w.on_event(Arc::new(|_| {})).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    w.abort().await.unwrap();
+}

@@ -1,0 +1,114 @@
+// Writer events: what a writer reports as it happens, through Node's `on(event, listener)`
+// convention. The binding sends each event as a JSON object (`crates/memwal-node/src/events.rs`);
+// a fence or a background failure carries the tagged message every later call would reject
+// with, turned here into the same typed error.
+
+import { EventEmitter } from 'node:events'
+
+import type { GcReport } from '../native.js'
+import { type FencedError, InvalidArgumentError, type MemWalError, describeValue, translate } from './errors.js'
+
+/** A WAL entry was appended: its rows are durable. */
+export interface WalAppendEvent {
+  /** The entry's WAL position. */
+  position: number
+  /** Batches in it (one or more per put). */
+  batches: number
+  /** Rows in it. */
+  rows: number
+  /** Its size in bytes. */
+  bytes: number
+  /** How long the append took, retries included, in milliseconds. */
+  latencyMs: number
+}
+
+/** A MemTable was flushed as a Parquet generation file and committed in the manifest. */
+export interface GenerationFlushedEvent {
+  /** The generation number. */
+  generation: number
+  /** Rows in it. */
+  rows: number
+  /** Its estimated in-memory bytes (the Parquet file is smaller). */
+  bytes: number
+  /** Its file, as an object path in the store. */
+  file: string
+  /** How long the flush took (encode, write, commit), in milliseconds. */
+  latencyMs: number
+}
+
+/** Compaction merged small generations into one, committed in the manifest. */
+export interface CompactionEvent {
+  /** How many generations were merged. */
+  merged: number
+  /** The merged generation's number (the last merged one's). */
+  generation: number
+  /** Rows in it. */
+  rows: number
+  /** Its file, as an object path in the store. */
+  file: string
+}
+
+/**
+ * The events a {@link ShardWriter} emits, and their listeners' arguments.
+ *
+ * - `fenced`: the writer was fenced; every later call rejects with this error. Emitted once, as
+ *   soon as it is found, also when no call is waiting (a background WAL append that failed in
+ *   non-durable mode, a successor's claim).
+ * - `walAppend`, `generationFlushed`, `compaction`: after each took effect.
+ * - `gc`: after each background garbage collection, with what it removed.
+ * - `error`: a background task failed without fencing the writer (a garbage collection); puts
+ *   go on. With no `error` listener it is dropped, never thrown: unlike a plain
+ *   `EventEmitter`, a writer does not crash the process over it.
+ */
+export interface ShardWriterEvents {
+  /** The writer was fenced: the error every later call rejects with. */
+  fenced: [error: FencedError]
+  /** A WAL entry was appended. */
+  walAppend: [event: WalAppendEvent]
+  /** A MemTable became a committed generation file. */
+  generationFlushed: [event: GenerationFlushedEvent]
+  /** Small generations were merged. */
+  compaction: [event: CompactionEvent]
+  /** A background garbage collection ran: what it removed. */
+  gc: [report: GcReport]
+  /** A background task failed without fencing the writer. */
+  error: [error: MemWalError]
+}
+
+const EVENT_NAMES: ReadonlyArray<keyof ShardWriterEvents> = ['fenced', 'walAppend', 'generationFlushed', 'compaction', 'gc', 'error']
+
+/** Throws an {@link InvalidArgumentError} unless `event` names an event and `listener` is a function. */
+export function checkListener(what: string, event: unknown, listener: unknown): asserts event is keyof ShardWriterEvents {
+  if (!EVENT_NAMES.includes(event as keyof ShardWriterEvents)) {
+    throw new InvalidArgumentError(`${what}: unknown event ${describeValue(event)}; events: ${EVENT_NAMES.join(', ')}`)
+  }
+  if (typeof listener !== 'function') {
+    throw new InvalidArgumentError(`${what}: the listener must be a function, got ${describeValue(listener)}`)
+  }
+}
+
+/** Emits the binding's event `json` (one JSON object) on `emitter`. */
+export function emitNativeEvent(emitter: EventEmitter, json: string): void {
+  const { type, ...fields } = JSON.parse(json) as { type: string; error?: string } & Record<string, unknown>
+  switch (type) {
+    case 'fenced':
+      emitter.emit('fenced', translate(new Error(fields.error)))
+      return
+    case 'error':
+      // An `error` with no listener would throw out of the binding's callback and end the
+      // process; the failure is not the writer's end, so it is dropped instead.
+      if (emitter.listenerCount('error') > 0) emitter.emit('error', translate(new Error(fields.error)))
+      return
+    case 'walAppend':
+    case 'generationFlushed':
+    case 'compaction':
+    case 'gc':
+      emitter.emit(type, fields)
+      return
+    default:
+      // An event of a newer binding: nobody can listen for it yet.
+      return
+  }
+}
+
+export { EventEmitter }
