@@ -1,7 +1,7 @@
 //! Events a writer reports as they happen, so a service learns of a fence, a flush or a
 //! collection without waiting for its next call.
 //!
-//! A writer has at most one [`EventSink`] ([`crate::ShardWriter::on_event`]); the Node binding
+//! A writer has at most one [`EventSink`] (installed by its `on_event`); the Node binding
 //! installs one that forwards to JavaScript. Events are sent from the writer's background
 //! tasks, right after what they describe took effect; with no sink installed, nothing is built.
 //! A sink must not block: it runs on those tasks.

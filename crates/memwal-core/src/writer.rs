@@ -441,7 +441,7 @@ impl ShardWriter {
     ///
     /// # Errors
     /// `InvalidArgument` if this writer already has a sink.
-    pub fn on_event(&self, sink: crate::EventSink) -> Result<()> {
+    pub fn on_event(&self, sink: crate::events::EventSink) -> Result<()> {
         if !self.inner.feedback.events.subscribe(sink) {
             return Err(Error::invalid(
                 "this writer already sends its events somewhere; a writer has one event sink",

@@ -18,6 +18,18 @@ fn recorder(w: &ShardWriter) -> Arc<Mutex<Vec<WriterEvent>>> {
     events
 }
 
+/// Waits for the `Fenced` event in `events`; returns its error.
+async fn fence_event(events: &Arc<Mutex<Vec<WriterEvent>>>) -> memwal_core::Error {
+    match next_matching(events, "the fence", |e| {
+        matches!(e, WriterEvent::Fenced { .. })
+    })
+    .await
+    {
+        WriterEvent::Fenced { error } => error,
+        e => unreachable!("{e:?}"),
+    }
+}
+
 /// Waits until `events` holds one that `matches`; returns it.
 async fn next_matching(
     events: &Arc<Mutex<Vec<WriterEvent>>>,
@@ -127,25 +139,17 @@ async fn a_background_wal_failure_is_reported_at_once() {
         let events = recorder(&w);
         backend.store.faults().fail_wal_puts(u64::MAX);
         w.put(vec![rows(0, 2)]).await.unwrap();
-        match next_matching(&events, "the fence", |e| {
-            matches!(e, WriterEvent::Fenced { .. })
-        })
-        .await
-        {
-            WriterEvent::Fenced { error } => {
-                assert_eq!(
-                    error.fence_reason(),
-                    Some(FenceReason::PersistenceFailure),
-                    "{}",
-                    backend.name
-                );
-                assert!(
-                    error.to_string().contains("WAL persistence failed"),
-                    "{error}"
-                );
-            }
-            e => unreachable!("{e:?}"),
-        }
+        let error = fence_event(&events).await;
+        assert_eq!(
+            error.fence_reason(),
+            Some(FenceReason::PersistenceFailure),
+            "{}",
+            backend.name
+        );
+        assert!(
+            error.to_string().contains("WAL persistence failed"),
+            "{error}"
+        );
         backend.store.faults().recover();
         let e = w.put(vec![rows(2, 1)]).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::Fenced);
@@ -169,22 +173,14 @@ async fn a_successor_fences_a_non_durable_writer_and_the_event_names_it() {
         let events = recorder(&a);
         let b = shard.open(durable()).await;
         a.put(vec![rows(0, 1)]).await.unwrap();
-        match next_matching(&events, "the fence", |e| {
-            matches!(e, WriterEvent::Fenced { .. })
-        })
-        .await
-        {
-            WriterEvent::Fenced { error } => {
-                assert_eq!(
-                    error.fence_reason(),
-                    Some(FenceReason::PeerClaimedEpoch),
-                    "{}",
-                    backend.name
-                );
-                assert_eq!(error.holder().map(|h| h.epoch), Some(b.epoch()));
-            }
-            e => unreachable!("{e:?}"),
-        }
+        let error = fence_event(&events).await;
+        assert_eq!(
+            error.fence_reason(),
+            Some(FenceReason::PeerClaimedEpoch),
+            "{}",
+            backend.name
+        );
+        assert_eq!(error.holder().map(|h| h.epoch), Some(b.epoch()));
         a.abort().await.unwrap();
         b.close().await.unwrap();
     }
