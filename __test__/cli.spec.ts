@@ -49,9 +49,9 @@ async function demo(): Promise<{ run: Run; shard: string }> {
 test('--help lists the commands and the exit codes; every command has --help', async (t) => {
   const help = await memwal('--help')
   t.is(help.code, 0)
-  for (const c of ['inspect', 'wal', 'scan', 'files', 'demo']) t.regex(help.stdout, new RegExp(`^  ${c} `, 'm'))
+  for (const c of ['inspect', 'stats', 'wal', 'scan', 'files', 'demo']) t.regex(help.stdout, new RegExp(`^  ${c} `, 'm'))
   t.regex(help.stdout, /Exit codes:[\s\S]*3 {2}not found/)
-  for (const c of ['inspect', 'wal', 'scan', 'files', 'demo']) {
+  for (const c of ['inspect', 'stats', 'wal', 'scan', 'files', 'demo']) {
     const r = await memwal(c, '--help')
     t.is(r.code, 0, c)
     t.regex(r.stdout, new RegExp(`^Usage: memwal ${c} `, 'm'))
@@ -70,7 +70,7 @@ test('bad command lines exit 2 with one clear line, not a stack', async (t) => {
     [['inspect', workDir, '--bogus'], /unknown option '--bogus'/],
     [['wal', workDir, '--shard', 'x', '--from', '0'], /'--from <n>' argument '0' is invalid\. expected an integer ≥ 1/],
     [['wal', workDir, '--shard', 'x', '--limit', 'ten'], /'--limit <m>' argument 'ten' is invalid/],
-    [['scan', workDir, '--shard', 'x', '--format', 'xml'], /expected one of table, json, csv/],
+    [['scan', workDir, '--shard', 'x', '--format', 'xml'], /expected one of table, json, ndjson, csv/],
     [['scan', workDir, '--shard', 'x', '--limit', '-1'], /'--limit <n>' argument '-1' is invalid/],
     [['demo', workDir, '--rows', '0'], /'--rows <n>' argument '0' is invalid/],
     [['inspect', 'gopher://bucket/data'], /^memwal: INVALID_ARGUMENT: unsupported location scheme/m],

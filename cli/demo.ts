@@ -7,7 +7,6 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 
-import { SingleBar } from 'cli-progress'
 import type { Command } from 'commander'
 import { Field, Float64, Int32, Int64, Schema, type Table, Utf8, makeVector, vectorFromArray } from 'apache-arrow'
 
@@ -16,6 +15,7 @@ import { tableOf } from '../lib/table.js'
 import { CliError, Exit } from './exit-codes.js'
 import { integerAtLeast } from './options.js'
 import { formatBytes, formatCount } from './output.js'
+import { startProgress } from './progress.js'
 
 /** Marks a directory as the demo's own, so a rerun may clear it (and never anything else). */
 const MARKER = '.memwal-demo'
@@ -87,16 +87,15 @@ async function demo(dirArg: string, o: DemoOptions): Promise<void> {
   const acked = new Uint8Array(totalBatches)
   let ackedRows = 0
   let nextBatch = 0
-  const bar = new SingleBar({
-    format: '  {bar} {percentage}% | {value}/{total} rows acknowledged | {speed} rows/s | generation {generation}',
-    barsize: 30,
-    hideCursor: true,
-    noTTYOutput: true,
-    notTTYSchedule: 1000,
-    etaBuffer: 50,
-  })
   const started = performance.now()
-  bar.start(o.rows, 0, { speed: '0', generation: 1 })
+  const bar = startProgress(
+    'rows acknowledged | {speed} rows/s | generation {generation}',
+    o.rows,
+    // The demo is watched: its bar shows in a pipe too, one line a second.
+    'always',
+    {},
+    { speed: '0', generation: 1 },
+  )
   const progress = async (): Promise<void> => {
     const { generation } = await writer.memtableStats()
     bar.update(ackedRows, { speed: formatCount(Math.round(ackedRows / Math.max(seconds(started), 1e-3))), generation })

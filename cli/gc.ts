@@ -123,7 +123,7 @@ export function gcCommand(program: Command): void {
       integerAtLeast(0),
       DEFAULT_GRACE_MS,
     )
-    .option('--json', 'print one JSON object instead of text')
+    .option('--json', 'print the report as one JSON object on one line (NDJSON)')
     .action(async (location: string, options: GcCliOptions) => {
       const store = openStore(location)
       const shard = await resolveShard(store, location, options.shard)
@@ -141,7 +141,7 @@ export function gcCommand(program: Command): void {
           graceMs: options.graceMs,
           ...report,
         }
-        await out(`${JSON.stringify(json, null, 2)}\n`)
+        await out(`${JSON.stringify(json)}\n`)
         return
       }
       await out(render(shard, report, options))

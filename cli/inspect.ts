@@ -13,11 +13,16 @@ import {
 } from '../index.js'
 import { noShards, openStore, resolveShard, shardLabel } from './location.js'
 import { formatBytes, formatCount, out, textTable } from './output.js'
+import { PROGRESS_OPTION, type Progress, progressShown, startProgress } from './progress.js'
 
 interface InspectOptions {
   shard?: string
   json?: boolean
+  progress?: boolean
 }
+
+/** The reads of one shard the progress bar counts (see `report`). */
+const READS_PER_SHARD = 3
 
 /** One shard as `inspect` reports it. */
 interface ShardReport {
@@ -58,16 +63,19 @@ interface ShardReport {
   }
 }
 
-async function report(store: ObjectStore, shard: ShardInfo): Promise<ShardReport> {
+async function report(store: ObjectStore, shard: ShardInfo, bar: Progress): Promise<ShardReport> {
   const reader = await ShardReader.open(store, { shardId: shard.id })
   const m: ShardManifest = await reader.manifest()
+  bar.increment()
   const tailer = await WalTailer.open(store, { shardId: shard.id })
   await tailer.verify()
   const walTip = (await tailer.nextPosition()) - 1
+  bar.increment()
   // A dry run: a listing each of the WAL (as `verify` above), the manifest versions and the
   // shard's folders, and a read of the few sentinel-sized entries at the mark. It answers both
   // "how much is still stored up to the mark" and "what would gc free", so they cannot disagree.
   const gc = await collectGarbage(store, { shardId: shard.id, dryRun: true })
+  bar.increment()
   return {
     shardId: shard.id,
     shardName: m.shardName,
@@ -183,7 +191,8 @@ export function inspectCommand(program: Command): void {
     )
     .argument('<location>', 'a directory, file:///abs/path, or memory://NAME')
     .option('--shard <name or id>', 'only this shard')
-    .option('--json', 'print JSON instead of text')
+    .option('--json', 'print the report as one JSON object on one line (NDJSON)')
+    .option(...PROGRESS_OPTION)
     .action(async (location: string, options: InspectOptions) => {
       const store = openStore(location)
       let shards: ShardInfo[]
@@ -196,9 +205,16 @@ export function inspectCommand(program: Command): void {
         if (shards.length === 0 && incomplete.length === 0) throw noShards(location)
       }
       const reports: ShardReport[] = []
-      for (const shard of shards) reports.push(await report(store, shard))
+      const bar = startProgress('reads', shards.length * READS_PER_SHARD, progressShown(options.progress), {
+        clearOnStop: true,
+      })
+      try {
+        for (const shard of shards) reports.push(await report(store, shard, bar))
+      } finally {
+        bar.stop()
+      }
       if (options.json) {
-        await out(`${JSON.stringify({ location, shards: reports, incompleteShards: incomplete }, null, 2)}\n`)
+        await out(`${JSON.stringify({ location, shards: reports, incompleteShards: incomplete })}\n`)
         return
       }
       const head = `${location}: ${reports.length} ${reports.length === 1 ? 'shard' : 'shards'}`

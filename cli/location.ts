@@ -24,7 +24,8 @@ export function openStore(location: string): ObjectStore {
   return ObjectStore.fromUri(location)
 }
 
-function localPath(location: string): string | null {
+/** The directory of a local location (a path or `file://` URI); `null` for any other store. */
+export function localPath(location: string): string | null {
   if (location.startsWith('file://')) return decodeURIComponent(new URL(location).pathname)
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) return null
   return location

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `memwal` command line (package.json `bin`): inspect, wal, scan, files, gc, demo. Each
+// The `memwal` command line (package.json `bin`): inspect, stats, wal, scan, files, gc, demo. Each
 // command lives in its own file and uses only the public API; this file wires them up and turns
 // every failure into one line on stderr and a documented exit code (`Exit` in ./exit-codes.ts).
 // Every command but `gc` (which deletes what a shard no longer needs) and `demo` is read-only.
@@ -17,6 +17,7 @@ import { filesCommand } from './files.js'
 import { gcCommand } from './gc.js'
 import { inspectCommand } from './inspect.js'
 import { scanCommand } from './scan.js'
+import { statsCommand } from './stats.js'
 import { walCommand } from './wal.js'
 
 function version(): string {
@@ -39,6 +40,7 @@ function program(): Command {
     .configureOutput({ outputError: (text, write) => write(`memwal: ${text}`) })
     .addHelpText('after', EXIT_CODES_HELP)
   inspectCommand(p)
+  statsCommand(p)
   walCommand(p)
   scanCommand(p)
   filesCommand(p)

@@ -108,7 +108,7 @@ export function walCommand(program: Command): void {
     .option(...SHARD_OPTION)
     .option('--from <n>', 'first position (default: the oldest one still stored)', integerAtLeast(1))
     .option('--limit <m>', 'at most this many entries (default: all)', integerAtLeast(1))
-    .option('--json', 'print JSON instead of a table')
+    .option('--json', 'print the listing as one JSON object on one line (NDJSON)')
     .action(async (location: string, options: WalOptions) => {
       const store = openStore(location)
       const shard = await resolveShard(store, location, options.shard)
@@ -116,7 +116,7 @@ export function walCommand(program: Command): void {
       const { from, firstPosition, walTip, entries } = await list(tailer, options, shardLabel(shard))
       if (options.json) {
         await out(
-          `${JSON.stringify({ shardId: shard.id, shardName: shard.name, firstPosition, walTip, entries }, null, 2)}\n`,
+          `${JSON.stringify({ shardId: shard.id, shardName: shard.name, firstPosition, walTip, entries })}\n`,
         )
         return
       }
