@@ -105,7 +105,10 @@ test('stats reports sizes, WAL depth, generations, the last claim and the manife
   t.regex(text.stdout, new RegExp(`^  last claim +epoch ${second.epoch} by writer ${second.writerId} on host `, 'm'))
   t.regex(
     text.stdout,
-    new RegExp(`^  generations +${first.memtableFlushCount} \\(${first.memtableFlushRows.toLocaleString('en-US')} rows\\)$`, 'm'),
+    new RegExp(
+      `^  generations +${first.memtableFlushCount} \\(${first.memtableFlushRows.toLocaleString('en-US')} rows\\)$`,
+      'm',
+    ),
   )
   t.regex(
     text.stdout,

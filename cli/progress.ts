@@ -36,7 +36,8 @@ export interface ProgressOptions {
   clearOnStop?: boolean
 }
 
-const hidden: Progress = {
+/** A bar that prints nothing. */
+export const NO_PROGRESS: Progress = {
   update: () => undefined,
   increment: () => undefined,
   setTotal: () => undefined,
@@ -61,7 +62,7 @@ export function startProgress(
   options: Omit<ProgressOptions, 'show'> = {},
   payload: Record<string, unknown> = {},
 ): Progress {
-  if (show === null || (show === 'tty' && process.stderr.isTTY !== true)) return hidden
+  if (show === null || (show === 'tty' && process.stderr.isTTY !== true)) return NO_PROGRESS
   const bar = new SingleBar({
     format: `  {bar} {percentage}% | {value}/{total} ${what}`,
     barsize: 30,

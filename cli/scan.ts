@@ -9,7 +9,7 @@ import { ShardReader, WalTailer } from '../index.js'
 import { SHARD_OPTION, openStore, resolveShard } from './location.js'
 import { integerAtLeast, oneOf } from './options.js'
 import { out, textTable } from './output.js'
-import { PROGRESS_OPTION, progressShown, startProgress } from './progress.js'
+import { NO_PROGRESS, PROGRESS_OPTION, progressShown, startProgress } from './progress.js'
 
 const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const
 type Format = (typeof FORMATS)[number]
@@ -83,7 +83,9 @@ export function scanCommand(program: Command): void {
     .option(...SHARD_OPTION)
     .option('--limit <n>', 'at most this many rows (default: all)', integerAtLeast(0))
     .option('--format <format>', `output format: ${FORMATS.join(', ')}`, oneOf(FORMATS), 'table')
-    .addOption(new Option('--json', 'one JSON object per row, one per line (NDJSON; as --format ndjson)').conflicts('format'))
+    .addOption(
+      new Option('--json', 'one JSON object per row, one per line (NDJSON; as --format ndjson)').conflicts('format'),
+    )
     .option(...PROGRESS_OPTION)
     .action(async (location: string, options: ScanOptions) => {
       const store = openStore(location)
@@ -91,7 +93,7 @@ export function scanCommand(program: Command): void {
       const reader = await ShardReader.open(store, { shardId: shard.id })
       const show = progressShown(options.progress)
       let all: Table
-      let bar = startProgress('{what}', 0, null)
+      let bar = NO_PROGRESS
       let reads = 0
       try {
         if (show !== null) {
