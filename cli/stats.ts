@@ -103,7 +103,8 @@ function localBytes(
   return { generations, wal }
 }
 
-async function shardStats(store: ObjectStore, location: string, shard: ShardInfo): Promise<ShardStats> {
+/** The stats of `shard` in `store` (opened from `location`). */
+export async function shardStats(store: ObjectStore, location: string, shard: ShardInfo): Promise<ShardStats> {
   const reader = await ShardReader.open(store, { shardId: shard.id })
   const tailer = await WalTailer.open(store, { shardId: shard.id })
   try {
