@@ -231,6 +231,8 @@ pub struct LatencySummary {
     pub p99: Duration,
     /// Largest sample.
     pub max: Duration,
+    /// Sum of the samples (Prometheus summaries report it with the count).
+    pub sum: Duration,
 }
 
 /// What the WAL entry that covered a durable put cost: its position, the object-store
@@ -263,29 +265,54 @@ impl WalEntryCost {
 /// A latency histogram behind a mutex: recorded once per WAL append, generation flush, or
 /// round of durable-put acknowledgements, never per put on the put path.
 #[derive(Debug)]
-struct Latency(Mutex<Histogram<u64>>);
+struct Latency(Mutex<Samples>);
+
+/// A histogram of microseconds and the exact sum of its samples.
+#[derive(Debug)]
+struct Samples {
+    histogram: Histogram<u64>,
+    sum_us: u64,
+}
+
+impl Samples {
+    fn record(&mut self, took: Duration) {
+        let us = micros(took);
+        // Auto-resizing: a sample past the current range grows it rather than failing.
+        let _ = self.histogram.record(us);
+        self.sum_us = self.sum_us.saturating_add(us);
+    }
+}
 
 impl Default for Latency {
     fn default() -> Self {
-        Latency(Mutex::new(
-            Histogram::new(3).expect("3 significant digits is valid"),
-        ))
+        Latency(Mutex::new(Samples {
+            histogram: Histogram::new(3).expect("3 significant digits is valid"),
+            sum_us: 0,
+        }))
     }
 }
 
 impl Latency {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Histogram<u64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Samples> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn reset(&self) {
+        let mut s = self.lock();
+        s.histogram.reset();
+        s.sum_us = 0;
+    }
+
     fn summary(&self) -> LatencySummary {
-        let h = self.lock();
+        let s = self.lock();
+        let h = &s.histogram;
         let at = |q: f64| Duration::from_micros(h.value_at_quantile(q));
         LatencySummary {
             count: h.len(),
             p50: at(0.5),
             p99: at(0.99),
             max: Duration::from_micros(h.max()),
+            sum: Duration::from_micros(s.sum_us),
         }
     }
 }
@@ -325,9 +352,9 @@ macro_rules! counters {
                 for c in self.retries.iter().chain(&self.failures) {
                     c.store(0, Ordering::Relaxed);
                 }
-                self.wal_append_latency.lock().reset();
-                self.generation_flush_latency.lock().reset();
-                self.put_to_durable_latency.lock().reset();
+                self.wal_append_latency.reset();
+                self.generation_flush_latency.reset();
+                self.put_to_durable_latency.reset();
             }
         }
     };
@@ -494,19 +521,19 @@ impl StatsRecorder {
 
     /// One WAL append that took `took`.
     pub(crate) fn record_wal_append_latency(&self, took: Duration) {
-        let _ = self.wal_append_latency.lock().record(micros(took));
+        self.wal_append_latency.lock().record(took);
     }
 
     /// One generation flush that took `took`.
     pub(crate) fn record_generation_flush_latency(&self, took: Duration) {
-        let _ = self.generation_flush_latency.lock().record(micros(took));
+        self.generation_flush_latency.lock().record(took);
     }
 
     /// Durable puts acknowledged together: each took the time from its call to now.
     pub(crate) fn record_put_to_durable(&self, took: impl Iterator<Item = Duration>) {
         let mut h = self.put_to_durable_latency.lock();
         for t in took {
-            let _ = h.record(micros(t));
+            h.record(t);
         }
     }
 
@@ -579,6 +606,29 @@ mod tests {
         assert_eq!(w.wal_flush_bytes / w.wal_flush_count, 1536);
         assert_eq!(w.wal_flush_time, Duration::from_millis(300));
         assert_eq!(w.memtable_flush_count, 1);
+        s.reset();
+        assert_eq!(s.snapshot(), WriteStats::default());
+    }
+
+    #[test]
+    fn latency_summaries_count_each_sample() {
+        let s = StatsRecorder::default();
+        s.record_put_to_durable((1..=100).map(Duration::from_millis));
+        s.record_wal_append_latency(Duration::from_millis(7));
+        let w = s.snapshot();
+        let p = w.put_to_durable_latency;
+        assert_eq!(p.count, 100);
+        assert_eq!(p.sum, Duration::from_millis(5050));
+        // Three significant digits: within 0.1% of the true value.
+        let near = |d: Duration, ms: u64| {
+            d.abs_diff(Duration::from_millis(ms)) <= Duration::from_micros(ms)
+        };
+        assert!(
+            near(p.p50, 50) && near(p.p99, 99) && near(p.max, 100),
+            "{p:?}"
+        );
+        assert_eq!(w.wal_append_latency.count, 1);
+        assert_eq!(w.generation_flush_latency, LatencySummary::default());
         s.reset();
         assert_eq!(s.snapshot(), WriteStats::default());
     }
