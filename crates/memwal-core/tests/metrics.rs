@@ -223,3 +223,53 @@ async fn puts_sharing_an_entry_see_its_cost() {
     }
     w.close().await.unwrap();
 }
+
+/// Fails the first `n` generation-file puts (paths with a `_gen_` folder).
+#[derive(Default)]
+struct FailGenerationPuts {
+    left: AtomicU64,
+}
+
+#[async_trait]
+impl Hooks for FailGenerationPuts {
+    async fn put(&self, inner: &dyn ObjectStore, put: Put<'_>) -> StoreResult<PutResult> {
+        let is_generation = put.location.as_ref().contains("_gen_");
+        if is_generation
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(support::forwarding::injected(
+                "generation",
+                format!("injected failure at {}", put.location),
+            ));
+        }
+        put.forward(inner).await
+    }
+}
+
+// A generation flush that fails once and then succeeds counts one retry, for the flush only.
+#[tokio::test]
+async fn generation_flush_retries_are_counted() {
+    let raw = Forwarding::in_memory(FailGenerationPuts {
+        left: AtomicU64::new(1),
+    });
+    let store = raw.store("s3://flaky-generations");
+    let w = Shard::new(&store).open(quiet()).await;
+    w.put(vec![batch([1])]).await.unwrap();
+    w.force_seal_active().await.unwrap();
+    w.wait_for_flush_drain().await.unwrap();
+    let s = w.stats();
+    assert_eq!(s.memtable_flush_count, 1);
+    assert_eq!(
+        s.operations.generation_flush.retries, 1,
+        "{:?}",
+        s.operations
+    );
+    assert_eq!(s.operations.generation_flush.failures, 0);
+    assert_eq!(s.operations.wal_append, Default::default());
+    assert_eq!(s.operations.manifest_commit, Default::default());
+    assert_eq!(s.generation_flush_latency.count, 1);
+    w.close().await.unwrap();
+}
