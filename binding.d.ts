@@ -81,18 +81,20 @@ export declare class NativeShardWriter {
    * on this thread and its ticket returned at once; a large one, or one that backpressure
    * makes wait, returns a promise of its ticket. In durable mode the rows' durability is
    * reported through the relay under `durableId`, whichever way the ticket came. With a
-   * `requestId` the core answers a retry with the first put's result (`PutOptions`).
+   * `requestId` the core answers a retry with the first put's result (`PutOptions`). With
+   * `cost`, the relay reports what the WAL entry that covered the put cost.
    */
-  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string): NativeWriteTicket | Promise<NativeWriteTicket>
+  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string, cost?: boolean): NativeWriteTicket | Promise<NativeWriteTicket>
   /** True if puts resolve only once durable (`durableWrite`). */
   get durableWrite(): boolean
   /**
    * Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
-   * messages)` (ids that are durable; ids that failed, with their tagged error messages),
-   * in batches, on the JavaScript thread. Once per writer; the callback does not keep the
+   * messages, costs)` (ids that are durable; ids that failed, with their tagged error
+   * messages; durable puts that asked for their cost, five numbers each, or `null`), in
+   * batches, on the JavaScript thread. Once per writer; the callback does not keep the
    * event loop alive.
    */
-  relayDurable(callback: (ok: number[], failed: number[], messages: string[]) => void): void
+  relayDurable(callback: (ok: number[], failed: number[], messages: string[], costs: number[] | null) => void): void
   /**
    * Sends this writer's events to `callback(json)`, one JSON object per event, on the
    * JavaScript thread. Once per writer; the callback does not keep the event loop alive.
@@ -204,6 +206,23 @@ export interface GenerationFile {
   object: string
 }
 
+/**
+ * A latency histogram's summary (HdrHistogram, three significant digits, microsecond
+ * resolution), in milliseconds.
+ */
+export interface LatencySummary {
+  /** Samples recorded. */
+  count: number
+  /** Median, in milliseconds. */
+  p50Ms: number
+  /** 99th percentile, in milliseconds. */
+  p99Ms: number
+  /** Largest sample, in milliseconds. */
+  maxMs: number
+  /** Sum of the samples, in milliseconds. */
+  sumMs: number
+}
+
 /** Statistics of the active MemTable and the frozen ones awaiting their generation flush. */
 export interface MemTableStats {
   /** Generation of the active MemTable (the one its flush will produce). */
@@ -306,6 +325,30 @@ export interface OpenStats {
   replayedRows: number
 }
 
+/** {@link OperationStats} of each operation a writer runs against its store. */
+export interface OperationsStats {
+  /** Appending WAL entries. */
+  walAppend: OperationStats
+  /** Writing the fence sentinel at open. */
+  fenceSentinel: OperationStats
+  /** Flushing generations. */
+  generationFlush: OperationStats
+  /** Committing manifest versions (within generation flushes and compactions). */
+  manifestCommit: OperationStats
+  /** Compacting generations. */
+  compaction: OperationStats
+  /** Collecting garbage. */
+  gc: OperationStats
+}
+
+/** Retries and failures of one operation. */
+export interface OperationStats {
+  /** Attempts repeated after a failed one (a manifest commit: after losing a version race). */
+  retries: number
+  /** Operations that failed for good (retries spent, a failed sync, a fence). */
+  failures: number
+}
+
 /** A shard manifest version. */
 export interface ShardManifest {
   /** The shard id (a UUID); `null` if the manifest does not record one. */
@@ -336,6 +379,27 @@ export interface ShardManifest {
    * `null` if the manifest predates holder records.
    */
   holder: NativeShardHolder | null
+}
+
+/**
+ * Object-store requests by kind. A request counts when it is issued, whatever its outcome
+ * (a retry counts again); a listing counts one LIST per 1,000 objects, at least one.
+ */
+export interface StoreRequestStats {
+  /** PUT requests (WAL entries, manifest versions, generation files, the version hint). */
+  putRequests: number
+  /** Payload bytes those PUTs sent. */
+  putBytes: number
+  /** GET requests. */
+  getRequests: number
+  /** Bytes received by GETs that succeeded. */
+  getBytes: number
+  /** HEAD requests (existence probes). */
+  headRequests: number
+  /** LIST requests. */
+  listRequests: number
+  /** DELETE requests, one per object. */
+  deleteRequests: number
 }
 
 /** The writer's view of its WAL. */
@@ -396,4 +460,17 @@ export interface WriteStats {
    * got the first put's result.
    */
   retriedPuts: number
+  /** Requests this writer made of its object store, by kind, from its open on. */
+  store: NativeStoreRequestStats
+  /** Retries and failures of the writer's store operations. */
+  operations: NativeOperationsStats
+  /** Latency of WAL appends: one sample per entry, retries included. */
+  walAppendLatency: NativeLatencySummary
+  /** Latency of generation flushes (Parquet file, request ids, manifest commit). */
+  generationFlushLatency: NativeLatencySummary
+  /**
+   * Latency from a durable put's call (in the core, after the JavaScript side handed the
+   * rows over) to its durability acknowledgement: one sample per durable put.
+   */
+  putToDurableLatency: NativeLatencySummary
 }

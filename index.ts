@@ -14,7 +14,8 @@
  * `errors.ts`, `store.ts` (object stores, storage options), `encoding.ts` (put inputs; with
  * `arrow-schema.ts` and `arrow-columns.ts`, which read any apache-arrow copy's Schema and
  * batches by their structure), `options.ts`,
- * `types.ts` (results and statistics, declared once in the binding), `deadline.ts` (a call's
+ * `types.ts` (results and statistics, declared once in the binding), `metrics.ts` (statistics
+ * in the Prometheus text format), `deadline.ts` (a call's
  * `signal` and `timeoutMs`), `writer.ts`, `reader.ts`
  * (reader and tailer), `events.ts` (writer events), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
@@ -41,19 +42,26 @@ export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
 export { DEFAULT_SHARD_NAME } from './lib/options.js'
 export type { CloseOptions, FlushOptions, GcOptions, PutOptions, ShardOptions, ShardWriterOptions } from './lib/options.js'
 export type {
+  CostedWriteResult,
   FlushedGeneration,
   GenerationFile,
+  LatencySummary,
   MemTableStats,
   OpenStats,
+  OperationStats,
+  OperationsStats,
   PutNoWaitResult,
   ShardHolder,
   ShardManifest,
+  StoreRequestStats,
   WalEntry,
+  WalEntryCost,
   WalStats,
   WriteResult,
   WriteStats,
 } from './lib/types.js'
 export { ShardWriter } from './lib/writer.js'
+export { formatMetrics, type MetricsSource } from './lib/metrics.js'
 export type { CompactionEvent, GenerationFlushedEvent, ShardWriterEvents, WalAppendEvent } from './lib/events.js'
 export { ShardReader, WalTailer, type FollowOptions } from './lib/reader.js'
 export { collectGarbage, type GcReport } from './lib/gc.js'

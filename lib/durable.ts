@@ -6,10 +6,11 @@
 // core's durability contract (`flush.rs`); this file only routes the outcome to the waiter.
 
 import { translate } from './errors.js'
+import type { WalEntryCost } from './types.js'
 
 /** A put waiting for its WAL append: its promise's settle functions. */
 interface DurableWaiter {
-  resolve: () => void
+  resolve: (cost?: WalEntryCost) => void
   reject: (e: unknown) => void
 }
 
@@ -29,8 +30,11 @@ export function newDurableId(): number {
   return nextDurableId++
 }
 
-/** Resolves when the relay reports put `id` durable; rejects with its typed error if it failed. */
-export function awaitDurable(id: number): Promise<void> {
+/**
+ * Resolves when the relay reports put `id` durable (with its WAL entry's cost, if the put was
+ * inserted asking for it); rejects with its typed error if it failed.
+ */
+export function awaitDurable(id: number): Promise<WalEntryCost | undefined> {
   if (durableWaiters.size === 0) durableKeepAlive.ref()
   return new Promise((resolve, reject) => durableWaiters.set(id, { resolve, reject }))
 }
@@ -48,11 +52,18 @@ function takeDurable(id: number): DurableWaiter | undefined {
 }
 
 /**
- * The relay callback: settles the puts that are durable (`ok`) and those whose append failed
- * (`failed`, with the tagged message of each failure, in order).
+ * The relay callback: settles the puts that are durable (`ok`), those whose append failed
+ * (`failed`, with the tagged message of each failure, in order), and the durable puts that
+ * asked for their cost (`costs`: id, position, requests, bytes, puts for each; `null` if none).
  */
-export function settleDurable(ok: number[], failed: number[], messages: string[]): void {
+export function settleDurable(ok: number[], failed: number[], messages: string[], costs: number[] | null): void {
   for (const id of ok) takeDurable(id)?.resolve()
+  if (costs !== null) {
+    for (let i = 0; i + 4 < costs.length; i += 5) {
+      const [id, position, requests, bytes, puts] = costs.slice(i, i + 5) as [number, number, number, number, number]
+      takeDurable(id)?.resolve({ position, requests, bytes, puts })
+    }
+  }
   failed.forEach((id, i) => takeDurable(id)?.reject(translate(new Error(messages[i]))))
   if (durableWaiters.size === 0) durableKeepAlive.unref()
 }

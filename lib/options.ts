@@ -394,6 +394,16 @@ export interface PutOptions {
    * @defaultValue none
    */
   signal?: AbortSignal
+  /**
+   * With `true`, a durable put resolves with `walEntry`: what the WAL entry that made its rows
+   * durable cost (its position, the object-store requests and bytes its append took, and how
+   * many durable puts it acknowledged together; see {@link WalEntryCost}). `null` in
+   * non-durable mode and for a retry answered from a remembered `requestId`. Only puts that
+   * ask pay for it (a few numbers more per WAL entry's callback). For `put` only: `putNoWait`
+   * rejects it.
+   * @defaultValue false
+   */
+  cost?: boolean
 }
 
 /**
@@ -402,7 +412,11 @@ export interface PutOptions {
  * `requestId` that is not a string (the core checks its length), or a signal that is not an
  * AbortSignal
  */
-export function putOptionsOf(options: unknown): { requestId: string | undefined; deadline: Deadline | undefined } {
+export function putOptionsOf(options: unknown): {
+  requestId: string | undefined
+  deadline: Deadline | undefined
+  cost?: boolean
+} {
   if (options === undefined) return NO_PUT_OPTIONS
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError(`put options must be an object like { requestId, signal }, got ${describeValue(options)}`)
@@ -410,15 +424,19 @@ export function putOptionsOf(options: unknown): { requestId: string | undefined;
   rejectUnknownOptions(options, Object.keys(PUT_OPTIONS))
   const { requestId } = options as PutOptions
   if (requestId !== undefined) requireString('the put option requestId', requestId)
+  const { cost } = options as { cost?: unknown }
+  if (cost !== undefined && typeof cost !== 'boolean') {
+    throw new InvalidArgumentError(`the put option cost must be a boolean, got ${describeValue(cost)}`)
+  }
   const o = options as { signal?: unknown }
-  return { requestId, deadline: o.signal === undefined ? undefined : deadlineOf('put', o, false) }
+  return { requestId, deadline: o.signal === undefined ? undefined : deadlineOf('put', o, false), cost }
 }
 
 /** What a put without options gets (one object, not one per put). */
 const NO_PUT_OPTIONS = Object.freeze({ requestId: undefined, deadline: undefined })
 
 /** Every put option. */
-const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string', signal: 'deadline' }
+const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string', signal: 'deadline', cost: 'boolean' }
 
 /** Options of {@link ShardWriter.flush}. */
 export interface FlushOptions {

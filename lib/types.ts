@@ -10,13 +10,42 @@ import type { WriteResult } from '../native.js'
 export type {
   FlushedGeneration,
   GenerationFile,
+  LatencySummary,
   MemTableStats,
   OpenStats,
+  OperationStats,
+  OperationsStats,
+  StoreRequestStats,
   WalStats,
   WriteResult,
   WriteStats,
 } from '../native.js'
 export type { ShardHolder, ShardManifest } from './holder.js'
+
+/**
+ * What the WAL entry that made a put's rows durable cost ({@link PutOptions.cost}). Puts that
+ * one entry acknowledged together see the same numbers.
+ */
+export interface WalEntryCost {
+  /** The entry's WAL position. */
+  position: number
+  /**
+   * Object-store requests its append made (1 when the first PUT succeeds; retries and
+   * read-backs add to it); 0 when an earlier append (a timer, `flush()`) had already written
+   * the put's rows and this acknowledgement cost nothing more.
+   */
+  requests: number
+  /** Bytes those requests sent and received. */
+  bytes: number
+  /** Durable puts this entry acknowledged together (the group-commit factor it achieved). */
+  puts: number
+}
+
+/** What {@link ShardWriter.put} resolves with when asked for its cost ({@link PutOptions.cost}). */
+export interface CostedWriteResult extends WriteResult {
+  /** The WAL entry's cost; `null` in non-durable mode and for a retry of a remembered `requestId`. */
+  walEntry: WalEntryCost | null
+}
 
 /** What {@link ShardWriter.putNoWait} returns. */
 export interface PutNoWaitResult {

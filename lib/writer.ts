@@ -12,8 +12,9 @@ import { type GcReport, NativeShardWriter, type NativeWriteTicket } from '../nat
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { EventEmitter, type ShardWriterEvents, checkListener, emitNativeEvent } from './events.js'
 import { type PutData, encode } from './encoding.js'
-import { call, callSync } from './errors.js'
+import { InvalidArgumentError, call, callSync } from './errors.js'
 import { manifestOf } from './holder.js'
+import { formatMetrics } from './metrics.js'
 import { withDeadline } from './deadline.js'
 import {
   type CloseOptions,
@@ -26,10 +27,12 @@ import {
 } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type {
+  CostedWriteResult,
   MemTableStats,
   OpenStats,
   PutNoWaitResult,
   ShardManifest,
+  WalEntryCost,
   WalStats,
   WriteResult,
   WriteStats,
@@ -39,7 +42,8 @@ import { yieldIfDue } from './yield.js'
 /** A put's outcome: where its rows went, and (durable mode) the promise of their durability. */
 interface Submitted {
   result: WriteResult
-  durable: Promise<void> | null
+  /** Resolves with the WAL entry's cost for a put inserted asking for it, else with nothing. */
+  durable: Promise<WalEntryCost | undefined> | null
 }
 
 /**
@@ -201,7 +205,9 @@ export class ShardWriter {
    * RecordBatch[] every batch must hold rows, since the batch positions count the caller's
    * batches. Batches may carry different dictionaries.
    * @param options - `requestId` makes the put retry-safe: a retry with the same id writes
-   * nothing and resolves with the first put's result (see {@link PutOptions})
+   * nothing and resolves with the first put's result (see {@link PutOptions}); `cost: true`
+   * adds `walEntry`, what the WAL entry that made the rows durable cost
+   * ({@link CostedWriteResult})
    * @returns the generation and the generation-local batch positions
    * @throws {InvalidArgumentError} for input that holds nothing to write (no rows, a Table,
    * RecordBatch or batch list with 0 rows, an empty list), an empty batch among others, anything
@@ -229,20 +235,22 @@ export class ShardWriter {
    * const again = await writer.put(rows, { requestId }) // deep-equals `first`
    * ```
    */
-  async put(data: PutData, options?: PutOptions): Promise<WriteResult> {
-    const { requestId, deadline } = putOptionsOf(options)
+  async put(data: PutData, options: PutOptions & { cost: true }): Promise<CostedWriteResult>
+  async put(data: PutData, options?: PutOptions): Promise<WriteResult>
+  async put(data: PutData, options?: PutOptions): Promise<WriteResult | CostedWriteResult> {
+    const { requestId, deadline, cost } = putOptionsOf(options)
     if (deadline !== undefined) {
-      return withDeadline('put', deadline, () => this.#put(data, requestId))
+      return withDeadline('put', deadline, () => this.#put(data, requestId, cost === true))
     }
-    return this.#put(data, requestId)
+    return this.#put(data, requestId, cost === true)
   }
 
-  async #put(data: PutData, requestId: string | undefined): Promise<WriteResult> {
-    const inserted = this.#submit(data, 'put', requestId)
+  async #put(data: PutData, requestId: string | undefined, cost: boolean): Promise<WriteResult | CostedWriteResult> {
+    const inserted = this.#submit(data, 'put', requestId, cost)
     const { result, durable } = inserted instanceof Promise ? await inserted : inserted
-    if (durable !== null) await durable
-    else await yieldIfDue()
-    return result
+    const entry = durable !== null ? await durable : undefined
+    if (durable === null) await yieldIfDue()
+    return cost ? { ...result, walEntry: entry ?? null } : result
   }
 
   /**
@@ -257,12 +265,16 @@ export class ShardWriter {
    * `signal` stops the wait for the insert only, not `durable`)
    */
   async putNoWait(data: PutData, options?: PutOptions): Promise<PutNoWaitResult> {
-    const { requestId, deadline } = putOptionsOf(options)
+    const { requestId, deadline, cost } = putOptionsOf(options)
+    if (cost === true) {
+      throw new InvalidArgumentError('the put option cost applies to put(), not putNoWait(); await put(rows, { cost: true }) to learn what its WAL entry cost')
+    }
     const insert = async (): Promise<PutNoWaitResult> => {
       const inserted = this.#submit(data, 'noWait', requestId)
       const submitted = inserted instanceof Promise ? await inserted : inserted
       if (submitted.durable === null) await yieldIfDue()
-      return submitted
+      // Inserted without asking for a cost, its durability resolves with nothing.
+      return submitted as PutNoWaitResult
     }
     return deadline === undefined ? insert() : withDeadline('putNoWait', deadline, insert)
   }
@@ -272,7 +284,12 @@ export class ShardWriter {
    * report the append before a deferred insert's promise settles here. Synchronous when the
    * binding inserted at once, so a small put costs no extra event-loop turn.
    */
-  #submit(data: PutData, mode: 'put' | 'noWait', requestId: string | undefined): Submitted | Promise<Submitted> {
+  #submit(
+    data: PutData,
+    mode: 'put' | 'noWait',
+    requestId: string | undefined,
+    cost = false,
+  ): Submitted | Promise<Submitted> {
     const e = encode(data)
     const id = this.#durableWrite ? newDurableId() : undefined
     const durable = id === undefined ? null : awaitDurable(id)
@@ -289,7 +306,7 @@ export class ShardWriter {
     }
     let ticket: NativeWriteTicket | Promise<NativeWriteTicket>
     try {
-      ticket = callSync(() => this.#native.put(e, mode, id, requestId))
+      ticket = callSync(() => (cost ? this.#native.put(e, mode, id, requestId, true) : this.#native.put(e, mode, id, requestId)))
     } catch (err) {
       return failed(err)
     }
@@ -355,9 +372,49 @@ export class ShardWriter {
     return callSync(() => this.#native.openStats())
   }
 
-  /** Write counters (puts, WAL entries, group-commit factor, generation flushes). */
+  /**
+   * Write counters: puts, WAL entries, the group-commit factor, generation flushes,
+   * backpressure; object-store requests and bytes by kind (`store`); retries and failures by
+   * operation (`operations`); and latency summaries (count, p50, p99, max, sum in
+   * milliseconds) of WAL appends, generation flushes and put-to-durable. Counted from this
+   * writer's open, by this writer only.
+   */
   stats(): WriteStats {
     return callSync(() => this.#native.stats())
+  }
+
+  /**
+   * All of this writer's statistics in the Prometheus text exposition format, labelled with
+   * `shard` (its name, or its id if it has none): serve it from a `/metrics` route with
+   * `Content-Type: text/plain; version=0.0.4`. For several writers in one response, use
+   * {@link formatMetrics}, which writes each family's HELP and TYPE once.
+   *
+   * @example
+   * ```ts
+   * http.createServer((req, res) => {
+   *   if (req.url !== '/metrics') return void res.writeHead(404).end()
+   *   res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' }).end(writer.metrics())
+   * }).listen(9464)
+   * ```
+   */
+  metrics(): string {
+    const native = this.#native
+    const memtable = (() => {
+      try {
+        return native.memtableStats()
+      } catch {
+        return undefined // WAL-only mode has no MemTable
+      }
+    })()
+    return formatMetrics([
+      {
+        shard: native.shardName ?? native.shardId,
+        stats: callSync(() => native.stats()),
+        epoch: native.epoch,
+        wal: callSync(() => native.walStats()),
+        memtable,
+      },
+    ])
   }
 
   /** The shard's latest manifest, read from the store. */

@@ -454,6 +454,7 @@ impl RetryPolicy {
             return false;
         }
         *failed += 1;
+        crate::stats::note_retry();
         tokio::time::sleep(self.delay(*failed)).await;
         true
     }

@@ -50,7 +50,10 @@ pub use reader::{
 };
 pub use request_id::{PutRecord, RequestId};
 pub use shard::{DEFAULT_SHARD_NAME, ShardName, ShardRef};
-pub use stats::{MemTableStats, OpenStats, WalStats, WriteStats};
+pub use stats::{
+    LatencySummary, MemTableStats, OpenStats, Operation, OperationStats, OperationsStats,
+    StoreRequestStats, WalEntryCost, WalStats, WriteStats,
+};
 pub use store::Store;
 pub use wal::{WalEntry, WalPosition};
 pub use writer::{BlockedPut, PutMode, PutOptions, ShardWriter, Submitted, WriteResult};

@@ -9,6 +9,7 @@
 //! - [`paths`]: every object path (`bitrev64` file names, `_mem_wal/<shard>/…`), built there
 //!   and nowhere else; re-exported here.
 //! - `cloud` (private): the S3, GCS and Azure backends, one table row each.
+//! - [`counting`]: the wrapper that counts a writer's requests for its statistics.
 //! - [`local`] and [`fs`]: memwal's own local-directory store and the file-system operations
 //!   it syncs through.
 //! - `faults` and `sim_fs`, with the `testing` feature only (Rust tests, and the Node addon
@@ -30,6 +31,7 @@
 //! the single place that says whether an error is one.
 
 mod cloud;
+pub mod counting;
 #[cfg(feature = "testing")]
 pub mod faults;
 /// The fault controller of a production build: no faults, no cost.
@@ -327,6 +329,17 @@ impl Store {
             local: None,
             best_effort_budget: None,
         }
+    }
+
+    /// This store with every request counted into `stats` (see [`counting`]): what a writer
+    /// works through, so that its statistics count its requests and no other handle's.
+    pub(crate) fn counted(&self, stats: Arc<crate::stats::StatsRecorder>) -> Store {
+        let mut s = self.clone();
+        s.object_store = Arc::new(counting::CountingStore::new(
+            self.object_store.clone(),
+            stats,
+        ));
+        s
     }
 
     /// Sets the time a best-effort request (the manifest's version hint) may take before it

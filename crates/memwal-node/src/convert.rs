@@ -238,6 +238,127 @@ pub struct NativeWriteStats {
     /// Puts answered as retries (their `requestId` was remembered): they wrote nothing and
     /// got the first put's result.
     pub retried_puts: f64,
+    /// Requests this writer made of its object store, by kind, from its open on.
+    pub store: NativeStoreRequestStats,
+    /// Retries and failures of the writer's store operations.
+    pub operations: NativeOperationsStats,
+    /// Latency of WAL appends: one sample per entry, retries included.
+    pub wal_append_latency: NativeLatencySummary,
+    /// Latency of generation flushes (Parquet file, request ids, manifest commit).
+    pub generation_flush_latency: NativeLatencySummary,
+    /// Latency from a durable put's call (in the core, after the JavaScript side handed the
+    /// rows over) to its durability acknowledgement: one sample per durable put.
+    pub put_to_durable_latency: NativeLatencySummary,
+}
+
+/// Object-store requests by kind. A request counts when it is issued, whatever its outcome
+/// (a retry counts again); a listing counts one LIST per 1,000 objects, at least one.
+#[napi(object, object_from_js = false, js_name = "StoreRequestStats")]
+pub struct NativeStoreRequestStats {
+    /// PUT requests (WAL entries, manifest versions, generation files, the version hint).
+    pub put_requests: f64,
+    /// Payload bytes those PUTs sent.
+    pub put_bytes: f64,
+    /// GET requests.
+    pub get_requests: f64,
+    /// Bytes received by GETs that succeeded.
+    pub get_bytes: f64,
+    /// HEAD requests (existence probes).
+    pub head_requests: f64,
+    /// LIST requests.
+    pub list_requests: f64,
+    /// DELETE requests, one per object.
+    pub delete_requests: f64,
+}
+
+impl From<memwal_core::StoreRequestStats> for NativeStoreRequestStats {
+    fn from(s: memwal_core::StoreRequestStats) -> Self {
+        NativeStoreRequestStats {
+            put_requests: s.put_requests as f64,
+            put_bytes: s.put_bytes as f64,
+            get_requests: s.get_requests as f64,
+            get_bytes: s.get_bytes as f64,
+            head_requests: s.head_requests as f64,
+            list_requests: s.list_requests as f64,
+            delete_requests: s.delete_requests as f64,
+        }
+    }
+}
+
+/// Retries and failures of one operation.
+#[napi(object, object_from_js = false, js_name = "OperationStats")]
+pub struct NativeOperationStats {
+    /// Attempts repeated after a failed one (a manifest commit: after losing a version race).
+    pub retries: f64,
+    /// Operations that failed for good (retries spent, a failed sync, a fence).
+    pub failures: f64,
+}
+
+impl From<memwal_core::OperationStats> for NativeOperationStats {
+    fn from(s: memwal_core::OperationStats) -> Self {
+        NativeOperationStats {
+            retries: s.retries as f64,
+            failures: s.failures as f64,
+        }
+    }
+}
+
+/// {@link OperationStats} of each operation a writer runs against its store.
+#[napi(object, object_from_js = false, js_name = "OperationsStats")]
+pub struct NativeOperationsStats {
+    /// Appending WAL entries.
+    pub wal_append: NativeOperationStats,
+    /// Writing the fence sentinel at open.
+    pub fence_sentinel: NativeOperationStats,
+    /// Flushing generations.
+    pub generation_flush: NativeOperationStats,
+    /// Committing manifest versions (within generation flushes and compactions).
+    pub manifest_commit: NativeOperationStats,
+    /// Compacting generations.
+    pub compaction: NativeOperationStats,
+    /// Collecting garbage.
+    pub gc: NativeOperationStats,
+}
+
+impl From<memwal_core::OperationsStats> for NativeOperationsStats {
+    fn from(s: memwal_core::OperationsStats) -> Self {
+        NativeOperationsStats {
+            wal_append: s.wal_append.into(),
+            fence_sentinel: s.fence_sentinel.into(),
+            generation_flush: s.generation_flush.into(),
+            manifest_commit: s.manifest_commit.into(),
+            compaction: s.compaction.into(),
+            gc: s.gc.into(),
+        }
+    }
+}
+
+/// A latency histogram's summary (HdrHistogram, three significant digits, microsecond
+/// resolution), in milliseconds.
+#[napi(object, object_from_js = false, js_name = "LatencySummary")]
+pub struct NativeLatencySummary {
+    /// Samples recorded.
+    pub count: f64,
+    /// Median, in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile, in milliseconds.
+    pub p99_ms: f64,
+    /// Largest sample, in milliseconds.
+    pub max_ms: f64,
+    /// Sum of the samples, in milliseconds.
+    pub sum_ms: f64,
+}
+
+impl From<memwal_core::LatencySummary> for NativeLatencySummary {
+    fn from(s: memwal_core::LatencySummary) -> Self {
+        NativeLatencySummary {
+            count: s.count as f64,
+            p50_ms: ms(s.p50),
+            p99_ms: ms(s.p99),
+            max_ms: ms(s.max),
+            sum_ms: ms(s.sum),
+        }
+    }
 }
 
 impl From<WriteStats> for NativeWriteStats {
@@ -258,6 +379,11 @@ impl From<WriteStats> for NativeWriteStats {
             backpressure_events: s.backpressure_events as f64,
             backpressure_wait_ms: ms(s.backpressure_wait),
             retried_puts: s.retried_puts as f64,
+            store: s.store.into(),
+            operations: s.operations.into(),
+            wal_append_latency: s.wal_append_latency.into(),
+            generation_flush_latency: s.generation_flush_latency.into(),
+            put_to_durable_latency: s.put_to_durable_latency.into(),
         }
     }
 }

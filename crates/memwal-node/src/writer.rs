@@ -52,6 +52,7 @@ pub struct NativeWriteTicket {
 fn ticket(
     relay: Option<&DurableRelay>,
     durable_id: Option<f64>,
+    cost: bool,
     result: WriteResult,
     watcher: Option<DurableWatcher>,
 ) -> napi::Result<NativeWriteTicket> {
@@ -66,7 +67,7 @@ fn ticket(
             "a durable put needs a durability id and the writer's relay (relayDurable)",
         ));
     };
-    if relay.watch(id, watcher).is_some() {
+    if relay.watch(id, watcher, cost).is_some() {
         return Err(napi::Error::from_reason(
             "[memwal:CLOSED] the writer's durability relay has stopped (the JavaScript environment is shutting down); the put's rows may or may not become durable",
         ));
@@ -136,10 +137,11 @@ impl NativeShardWriter {
     /// on this thread and its ticket returned at once; a large one, or one that backpressure
     /// makes wait, returns a promise of its ticket. In durable mode the rows' durability is
     /// reported through the relay under `durableId`, whichever way the ticket came. With a
-    /// `requestId` the core answers a retry with the first put's result (`PutOptions`).
+    /// `requestId` the core answers a retry with the first put's result (`PutOptions`). With
+    /// `cost`, the relay reports what the WAL entry that covered the put cost.
     #[napi(
         catch_unwind,
-        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string",
+        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string, cost?: boolean",
         ts_return_type = "NativeWriteTicket | Promise<NativeWriteTicket>"
     )]
     pub fn put<'env>(
@@ -149,7 +151,9 @@ impl NativeShardWriter {
         mode: String,
         durable_id: Option<f64>,
         request_id: Option<String>,
+        cost: Option<bool>,
     ) -> napi::Result<Either<NativeWriteTicket, PromiseRaw<'env, NativeWriteTicket>>> {
+        let cost = cost.unwrap_or(false);
         let mode = match mode.as_str() {
             "put" => PutMode::Put,
             "noWait" => PutMode::NoWait,
@@ -166,12 +170,13 @@ impl NativeShardWriter {
                 Submitted::Inserted(result, watcher) => Ok(Either::A(ticket(
                     relay.as_ref(),
                     durable_id,
+                    cost,
                     result,
                     watcher,
                 )?)),
                 Submitted::Blocked(blocked) => Ok(Either::B(env.spawn_future(async move {
                     let (result, watcher) = blocked.inserted().await.napi()?;
-                    ticket(relay.as_ref(), durable_id, result, watcher)
+                    ticket(relay.as_ref(), durable_id, cost, result, watcher)
                 })?)),
             };
         }
@@ -182,7 +187,7 @@ impl NativeShardWriter {
                 Submitted::Inserted(result, watcher) => (result, watcher),
                 Submitted::Blocked(blocked) => blocked.inserted().await.napi()?,
             };
-            ticket(relay.as_ref(), durable_id, result, watcher)
+            ticket(relay.as_ref(), durable_id, cost, result, watcher)
         })?))
     }
 
@@ -193,11 +198,12 @@ impl NativeShardWriter {
     }
 
     /// Reports the durability of puts inserted with a `durableId` to `callback(ok, failed,
-    /// messages)` (ids that are durable; ids that failed, with their tagged error messages),
-    /// in batches, on the JavaScript thread. Once per writer; the callback does not keep the
+    /// messages, costs)` (ids that are durable; ids that failed, with their tagged error
+    /// messages; durable puts that asked for their cost, five numbers each, or `null`), in
+    /// batches, on the JavaScript thread. Once per writer; the callback does not keep the
     /// event loop alive.
     #[napi(
-        ts_args_type = "callback: (ok: number[], failed: number[], messages: string[]) => void",
+        ts_args_type = "callback: (ok: number[], failed: number[], messages: string[], costs: number[] | null) => void",
         catch_unwind
     )]
     pub fn relay_durable(&self, callback: Function<DurableArgs, ()>) -> napi::Result<()> {

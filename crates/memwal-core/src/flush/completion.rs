@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
-use crate::wal::WalPosition;
+use crate::stats::WalEntryCost;
 
 /// The handler's side of one request's completion. See the module docs.
 #[derive(Debug)]
@@ -60,8 +60,8 @@ pub(crate) fn completion<T>() -> (Completion<T>, Watcher<T>) {
 }
 
 /// The cell of one durable put (or of a frozen MemTable's whole store): the handler writes the
-/// WAL position through which that store is durable.
-pub(crate) type PutCompletion = Completion<WalPosition>;
+/// WAL entry through which that store is durable, with what its append cost.
+pub(crate) type PutCompletion = Completion<WalEntryCost>;
 
 /// Waits for the durability of one put.
 ///
@@ -71,7 +71,7 @@ pub(crate) type PutCompletion = Completion<WalPosition>;
 pub struct DurableWatcher(Watch);
 
 enum Watch {
-    Cell(Watcher<WalPosition>),
+    Cell(Watcher<WalEntryCost>),
     Ready(Result<()>),
     Retry(BoxFuture<'static, Result<()>>),
 }
@@ -106,10 +106,17 @@ impl DurableWatcher {
     /// # Cancel safety
     /// Dropping the future drops the watcher; the append still happens.
     pub async fn wait(self) -> Result<()> {
+        self.wait_cost().await.map(|_| ())
+    }
+
+    /// [`DurableWatcher::wait`], also telling what the WAL entry that covered the put cost
+    /// (see [`WalEntryCost`]): `None` for a retry answered from a remembered request id, which
+    /// wrote nothing.
+    pub async fn wait_cost(self) -> Result<Option<WalEntryCost>> {
         match self.0 {
-            Watch::Cell(w) => w.wait().await.map(|_| ()),
-            Watch::Ready(outcome) => outcome,
-            Watch::Retry(wait) => wait.await,
+            Watch::Cell(w) => w.wait().await.map(Some),
+            Watch::Ready(outcome) => outcome.map(|()| None),
+            Watch::Retry(wait) => wait.await.map(|()| None),
         }
     }
 }
@@ -153,7 +160,7 @@ mod tests {
     #[tokio::test]
     async fn watcher_reports_success() {
         let (c, w) = put_completion();
-        c.complete(Ok(WalPosition::FIRST));
+        c.complete(Ok(WalEntryCost::at(1)));
         w.wait().await.unwrap();
     }
 

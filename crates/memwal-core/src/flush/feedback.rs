@@ -59,7 +59,7 @@ pub(crate) struct Feedback {
     reports: mpsc::UnboundedSender<Report>,
     progress: watch::Sender<u64>,
     /// Write statistics.
-    pub stats: StatsRecorder,
+    pub stats: Arc<StatsRecorder>,
     /// Where events go (see [`crate::events`]).
     pub events: Events,
     /// The seed report's bug, for the regression test's negative control only: one
@@ -74,14 +74,14 @@ pub(crate) type Reports = mpsc::UnboundedReceiver<Report>;
 impl Feedback {
     /// A feedback channel for the writer of `shard_id`, and the receiver the writer keeps under
     /// its state lock.
-    pub fn new(shard_id: Uuid) -> (Arc<Feedback>, Reports) {
+    pub fn new(shard_id: Uuid, stats: Arc<StatsRecorder>) -> (Arc<Feedback>, Reports) {
         let (reports, rx) = mpsc::unbounded_channel();
         let feedback = Feedback {
             shard_id,
             latch: TerminalLatch::default(),
             reports,
             progress: watch::Sender::new(0),
-            stats: StatsRecorder::default(),
+            stats,
             events: Events::default(),
             #[cfg(feature = "legacy-watermark-bug")]
             legacy_watermark: watch::Sender::new(0),

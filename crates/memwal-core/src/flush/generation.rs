@@ -43,6 +43,7 @@ use crate::flush::{Feedback, Report};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::memtable::MemTable;
 use crate::request_id::encode_records;
+use crate::stats::{Operation, WalEntryCost};
 use crate::store::{CreateOutcome, ShardPaths, Store};
 use crate::wal::WalPosition;
 
@@ -53,7 +54,7 @@ pub(crate) struct FrozenMemTable {
     pub memtable: Arc<MemTable>,
     /// Resolves, with the highest WAL position holding any of its batches, when its whole
     /// store is in the WAL.
-    pub wal_done: Watcher<WalPosition>,
+    pub wal_done: Watcher<WalEntryCost>,
 }
 
 /// Messages to the generation flusher.
@@ -92,14 +93,21 @@ impl GenerationFlusher {
                 continue;
             }
             let covered = match frozen.wal_done.wait().await {
-                Ok(position) => position,
+                Ok(entry) => WalPosition::new(entry.position).expect("WAL positions start at 1"),
                 Err(Error::HandlerExited { .. }) => return,
                 Err(e) => {
                     self.feedback.poison(e);
                     continue;
                 }
             };
-            let committed = match self.flush_with_retries(&frozen.memtable, covered).await {
+            let flushing = Instant::now();
+            let stats = &self.feedback.stats;
+            let flush = self.flush_with_retries(&frozen.memtable, covered);
+            let (flushed, _, _) = stats.scoped(Operation::GenerationFlush, flush).await;
+            if flushed.is_ok() {
+                stats.record_generation_flush_latency(flushing.elapsed());
+            }
+            let committed = match flushed {
                 Ok(m) => m,
                 Err(e) => {
                     self.feedback.poison(e);
@@ -107,7 +115,9 @@ impl GenerationFlusher {
                 }
             };
             if let Some(compactor) = &self.compactor
-                && let Err(e) = compactor.compact_if_due(&committed).await
+                && let (Err(e), _, _) = stats
+                    .scoped(Operation::Compaction, compactor.compact_if_due(&committed))
+                    .await
             {
                 // Compaction is optional: a failed one leaves the generations as they were
                 // (its file is collected later), except that a commit whose sync failed may

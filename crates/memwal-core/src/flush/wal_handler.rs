@@ -42,6 +42,7 @@ use crate::flush::completion::Completion;
 use crate::flush::{Feedback, PutCompletion, Report};
 use crate::memtable::{MemTable, WalProgress};
 use crate::request_id::PutRecord;
+use crate::stats::{Operation, WalEntryCost};
 use crate::wal::{WalAppender, WalPosition};
 
 /// A request to make a prefix of one MemTable's store durable.
@@ -54,8 +55,9 @@ pub(crate) struct FlushRequest {
     pub end: usize,
     /// Written with the outcome of the append that covers `end` (`None` for triggers).
     pub completion: Option<PutCompletion>,
-    /// The completion is a durable put's (counted in the write statistics), not a freeze's.
-    pub from_put: bool,
+    /// When the durable put whose completion this is was called (`None` for a freeze's
+    /// completion): the put is counted in the write statistics and its latency sampled.
+    pub put_started: Option<Instant>,
 }
 
 /// Messages to the handler.
@@ -75,6 +77,8 @@ pub(crate) enum WalMsg {
         batches: Vec<RecordBatch>,
         bytes: u64,
         completion: Option<PutCompletion>,
+        /// When the put was called.
+        started: Instant,
         /// The put's request-id record, written into the entry that holds its batches.
         request: Option<PutRecord>,
     },
@@ -95,8 +99,8 @@ enum Waiter {
     Range {
         covers: Covers,
         completion: PutCompletion,
-        /// A durable put's completion (counted in statistics).
-        from_put: bool,
+        /// When the durable put was called (`None`: a freeze's completion).
+        put_started: Option<Instant>,
     },
     All(Completion<()>),
 }
@@ -138,6 +142,8 @@ pub(crate) struct WalFlushHandler {
     /// MemTable mode, oldest first; the last is the active one.
     memtables: Vec<Tracked>,
     wal_only: WalOnlyQueue,
+    /// The entries appended in the current round, with what each append cost.
+    round: Vec<WalEntryCost>,
 }
 
 impl WalFlushHandler {
@@ -164,6 +170,7 @@ impl WalFlushHandler {
                 .into_iter()
                 .collect(),
             wal_only: WalOnlyQueue::default(),
+            round: Vec::new(),
         }
     }
 
@@ -213,7 +220,7 @@ impl WalFlushHandler {
                 waiters.push(Waiter::Range {
                     covers: Covers::Store(r.memtable, r.end),
                     completion,
-                    from_put: r.from_put,
+                    put_started: r.put_started,
                 });
             }
         };
@@ -239,6 +246,7 @@ impl WalFlushHandler {
                     batches,
                     bytes,
                     completion,
+                    started,
                     request,
                 } => {
                     self.wal_only.queue.extend(batches);
@@ -250,7 +258,7 @@ impl WalFlushHandler {
                         waiters.push(Waiter::Range {
                             covers: Covers::WalOnly(end),
                             completion,
-                            from_put: true,
+                            put_started: Some(started),
                         });
                     }
                 }
@@ -266,21 +274,23 @@ impl WalFlushHandler {
                 WalMsg::Shutdown => stop = true,
             }
         }
+        self.round.clear();
         let outcome = match self.feedback.check() {
             Err(e) => Err(e),
             Ok(()) => self.append_all(wants, wal_only_end).await,
         };
-        for w in waiters {
+        let acks = self.acknowledged(&waiters);
+        for (w, ack) in waiters.into_iter().zip(acks) {
             match w {
                 Waiter::Range {
-                    covers,
+                    covers: _,
                     completion,
-                    from_put,
+                    put_started,
                 } => {
-                    if from_put {
+                    if put_started.is_some() {
                         self.feedback.stats.record_durable_request();
                     }
-                    completion.complete(self.covered(&covers).ok_or_else(|| {
+                    completion.complete(ack.ok_or_else(|| {
                         match &outcome {
                             Err(e) => e.clone(),
                             // Every planned range was appended, so an uncovered one was never
@@ -299,6 +309,64 @@ impl WalFlushHandler {
         self.memtables
             .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.store().len()));
         stop
+    }
+
+    /// The entry each waiter's range is durable through, if it is, with what its append cost
+    /// and how many of this round's durable puts it acknowledges; samples the put-to-durable
+    /// latency of those puts. Once per round, so per-put cost stays a comparison or two.
+    fn acknowledged(&mut self, waiters: &[Waiter]) -> Vec<Option<WalEntryCost>> {
+        let mut acks: Vec<Option<WalEntryCost>> = Vec::with_capacity(waiters.len());
+        for w in waiters {
+            let Waiter::Range {
+                covers,
+                put_started,
+                ..
+            } = w
+            else {
+                acks.push(None);
+                continue;
+            };
+            let Some(position) = self.covered(covers) else {
+                acks.push(None);
+                continue;
+            };
+            let position = position.get();
+            let i = match self.round.iter().position(|e| e.position == position) {
+                Some(i) => i,
+                None => {
+                    // Appended in an earlier round (a timer or flush() wrote these rows):
+                    // acknowledging them now costs no request.
+                    self.round.push(WalEntryCost::at(position));
+                    self.round.len() - 1
+                }
+            };
+            if put_started.is_some() {
+                self.round[i].puts += 1;
+            }
+            acks.push(Some(self.round[i]));
+        }
+        // The counts are complete only now: every waiter sees its entry's final count.
+        for ack in acks.iter_mut().flatten() {
+            if let Some(e) = self.round.iter().find(|e| e.position == ack.position) {
+                *ack = *e;
+            }
+        }
+        let now = Instant::now();
+        self.feedback
+            .stats
+            .record_put_to_durable(waiters.iter().zip(&acks).filter_map(|(w, ack)| {
+                match (w, ack) {
+                    (
+                        Waiter::Range {
+                            put_started: Some(started),
+                            ..
+                        },
+                        Some(_),
+                    ) => Some(now.duration_since(*started)),
+                    _ => None,
+                }
+            }));
+        acks
     }
 
     /// The position through which `covers` is durable, if it is.
@@ -387,9 +455,19 @@ impl WalFlushHandler {
         requests: &[PutRecord],
     ) -> Result<WalPosition> {
         let started = Instant::now();
-        match self.appender.append_with(batches, requests).await {
+        let stats = self.feedback.stats.clone();
+        let append = self.appender.append_with(batches, requests);
+        let (appended, requests, bytes) = stats.scoped(Operation::WalAppend, append).await;
+        match appended {
             Ok(entry) => {
                 let latency = started.elapsed();
+                stats.record_wal_append_latency(latency);
+                self.round.push(WalEntryCost {
+                    position: entry.position.get(),
+                    requests,
+                    bytes,
+                    puts: 0,
+                });
                 self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
                     entry.num_batches as u64,

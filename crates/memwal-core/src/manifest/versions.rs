@@ -323,9 +323,19 @@ impl ManifestStore {
         &self,
         local_epoch: u64,
         writer_id: &str,
+        prepare: impl FnMut(&ShardManifest) -> Option<ShardManifest>,
+    ) -> Result<ShardManifest> {
+        let commit = self.commit_update_once(local_epoch, writer_id, prepare);
+        crate::stats::nested(crate::stats::Operation::ManifestCommit, commit).await
+    }
+
+    async fn commit_update_once(
+        &self,
+        local_epoch: u64,
+        writer_id: &str,
         mut prepare: impl FnMut(&ShardManifest) -> Option<ShardManifest>,
     ) -> Result<ShardManifest> {
-        for _ in 0..MAX_COMMIT_ATTEMPTS {
+        for attempt in 1..=MAX_COMMIT_ATTEMPTS {
             let latest = self.read_latest().await?.ok_or_else(|| {
                 Error::io_msg(format!(
                     "shard {} has no manifest; it was deleted while a writer held it",
@@ -346,6 +356,9 @@ impl ManifestStore {
             next.checksum = None;
             if self.write(&next).await? == CreateOutcome::Created {
                 return Ok(next);
+            }
+            if attempt < MAX_COMMIT_ATTEMPTS {
+                crate::stats::note_retry();
             }
         }
         Err(Error::io_msg(format!(

@@ -26,7 +26,7 @@ use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
 use crate::manifest::{ManifestStore, ShardManifest};
 use crate::request_id::{PutRecord, decode_records};
-use crate::stats::OpenStats;
+use crate::stats::{OpenStats, Operation, StatsRecorder, WalEntryCost};
 use crate::store::ShardPaths;
 use crate::store::Store;
 use crate::wal::{self, StagedSentinel, WalAppender};
@@ -128,6 +128,9 @@ pub(crate) async fn open(
         crate::flush::generation::schema::check(&schema)?;
     }
     let started = Instant::now();
+    // Everything this writer asks of the store, from its claim on, counts in its statistics.
+    let stats = Arc::new(StatsRecorder::default());
+    let store = store.counted(stats.clone());
     store.check_conditional_create().await?;
     let shard = config.shard.clone().unwrap_or_default();
     let shard_id = shard.id();
@@ -191,7 +194,13 @@ pub(crate) async fn open(
     );
     store.faults().pause_point("open-before-sentinel").await;
     let fence_sentinel_position = if epoch >= 2 {
-        let at = appender.write_fence_sentinel(tip, staged).await?;
+        let (at, _, _) = stats
+            .scoped(
+                Operation::FenceSentinel,
+                appender.write_fence_sentinel(tip, staged),
+            )
+            .await;
+        let at = at?;
         // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
         // low-water mark past our claim's, and then collect the slot the sentinel just took,
         // where it fences nobody and replay does not look. With no version after our claim
@@ -210,7 +219,7 @@ pub(crate) async fn open(
         ..OpenStats::default()
     };
     store.faults().pause_point("open-before-replay").await;
-    let (feedback, reports) = Feedback::new(shard_id);
+    let (feedback, reports) = Feedback::new(shard_id, stats);
     let (wal_tx, wal_rx) = mpsc::unbounded_channel();
     let (gen_tx, gen_rx) = mpsc::unbounded_channel();
     let mut replayed_frozen = Vec::new();
@@ -292,6 +301,7 @@ pub(crate) async fn open(
                 let done = held
                     .wal
                     .last_position
+                    .map(|p| WalEntryCost::at(p.get()))
                     .ok_or_else(|| Error::invalid("a replayed MemTable has no WAL position"));
                 inner.enqueue_frozen(mt, held, Watcher::ready(done));
             }

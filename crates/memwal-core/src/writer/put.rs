@@ -256,7 +256,7 @@ fn insert(
                     memtable: accepted.memtable.clone(),
                     end: range.end,
                     completion: Some(completion),
-                    from_put: true,
+                    put_started: Some(started),
                 }));
                 Some(watcher)
             } else {
@@ -274,7 +274,7 @@ fn insert(
                         memtable: accepted.memtable.clone(),
                         end: range.end,
                         completion: None,
-                        from_put: false,
+                        put_started: None,
                     }));
                 }
                 None
@@ -321,6 +321,7 @@ fn insert(
                 batches,
                 bytes,
                 completion,
+                started,
                 request,
             });
             let limit = inner.config.max_wal_buffer_size;

@@ -28,7 +28,7 @@ use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{Feedback, Report, Reports};
 use crate::manifest::{FlushedGeneration, ManifestStore};
 use crate::memtable::{MemTable, WalProgress};
-use crate::stats::OpenStats;
+use crate::stats::{OpenStats, Operation, WalEntryCost};
 use crate::store::{ShardPaths, Store};
 use crate::wal::WalPosition;
 
@@ -236,18 +236,21 @@ impl WriterInner {
 
     /// One garbage collection of this writer's shard, with its options (see [`crate::gc`]).
     pub async fn collect_garbage(&self) -> Result<crate::gc::GcReport> {
-        let manifest = self.manifests.read_latest().await?.ok_or_else(|| {
-            Error::io_msg(format!(
-                "shard {} has no manifest; it was deleted while a writer held it",
-                self.shard_id
-            ))
-        })?;
-        let options = crate::gc::GcOptions {
-            keep_manifest_versions: self.config.gc_keep_manifest_versions,
-            grace: std::time::Duration::from_millis(self.config.gc_grace_ms),
-            dry_run: false,
+        let collect = async {
+            let manifest = self.manifests.read_latest().await?.ok_or_else(|| {
+                Error::io_msg(format!(
+                    "shard {} has no manifest; it was deleted while a writer held it",
+                    self.shard_id
+                ))
+            })?;
+            let options = crate::gc::GcOptions {
+                keep_manifest_versions: self.config.gc_keep_manifest_versions,
+                grace: std::time::Duration::from_millis(self.config.gc_grace_ms),
+                dry_run: false,
+            };
+            crate::gc::collect_from(&self.store, &self.paths, &manifest, &options).await
         };
-        crate::gc::collect_from(&self.store, &self.paths, &manifest, &options).await
+        self.feedback.stats.scoped(Operation::Gc, collect).await.0
     }
 
     pub fn closed_error(&self) -> Error {
@@ -289,7 +292,7 @@ impl WriterInner {
                 end: old.memtable.store().len(),
                 memtable: old.memtable.clone(),
                 completion: Some(completion),
-                from_put: false,
+                put_started: None,
             },
             active: next,
         });
@@ -301,7 +304,7 @@ impl WriterInner {
         &self,
         mt: &mut MemTableState,
         frozen: Held,
-        wal_done: Watcher<WalPosition>,
+        wal_done: Watcher<WalEntryCost>,
     ) {
         mt.frozen_bytes += frozen.memtable.store().estimated_bytes();
         let _ = self.gen_tx.send(GenerationMsg::Flush(FrozenMemTable {
@@ -359,7 +362,7 @@ mod tests {
                 memtable: active.clone(),
                 end: 3,
                 completion: Some(completion),
-                from_put: true,
+                put_started: Some(tokio::time::Instant::now()),
             }))
             .unwrap();
         let e = watcher.wait().await.unwrap_err();

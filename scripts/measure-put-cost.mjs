@@ -1,0 +1,110 @@
+// What durable puts cost on S3: object-store requests and bytes per million puts, from the
+// writer's own counters (`stats().store`), against the local S3-compatible test server
+// (`crates/memwal-core/examples/s3_server.rs`, built in release), with one durable put at a
+// time (C=1) and 64 concurrent ones (C=64, group commit). Prints the README's table.
+//
+//   npm run build && node scripts/measure-put-cost.mjs [--puts N] [--rows N] [--latency-ms N]
+//
+// The server adds `--latency-ms` (default 20) to every request, a stand-in for a real store's
+// PUT latency: group commit (puts per WAL entry) depends on it. Counted after a warm-up, so
+// the writer's open is not included; generation flushes and their manifest commits that fall
+// in the run are.
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+import { Field, Float64, Int32, Schema, Utf8, tableFromArrays } from 'apache-arrow'
+
+import { ShardWriter } from '../index.mjs'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const args = process.argv.slice(2)
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] : dflt
+}
+const puts = Number(opt('puts', '2000'))
+const rowsPerPut = Number(opt('rows', '10'))
+const latencyMs = Number(opt('latency-ms', '20'))
+
+const schema = new Schema([
+  new Field('id', new Int32(), false),
+  new Field('value', new Float64(), false),
+  new Field('payload', new Utf8(), false),
+])
+let nextId = 0
+function table() {
+  const id = Int32Array.from({ length: rowsPerPut }, () => nextId++)
+  return tableFromArrays({
+    id,
+    value: Float64Array.from(id, (i) => i * 0.5),
+    payload: Array.from(id, (i) => `sensor-${i % 64} reading ${i}`),
+  })
+}
+
+async function run(location, storage, concurrency) {
+  const w = await ShardWriter.open(location, { schema, storage, maxWalFlushIntervalMs: null, gc: false })
+  for (let i = 0; i < 20; i++) await w.put(table())
+  const before = w.stats()
+  let left = puts
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left > 0) {
+        left--
+        await w.put(table())
+      }
+    }),
+  )
+  const after = w.stats()
+  await w.close()
+  const d = (k) => after.store[k] - before.store[k]
+  const perMillion = (n) => (n * 1e6) / puts
+  return {
+    concurrency,
+    putsPerWalEntry: puts / (after.walFlushCount - before.walFlushCount),
+    put: perMillion(d('putRequests')),
+    get: perMillion(d('getRequests')),
+    head: perMillion(d('headRequests')),
+    list: perMillion(d('listRequests')),
+    del: perMillion(d('deleteRequests')),
+    sentMB: perMillion(d('putBytes')) / 1e6,
+    receivedMB: perMillion(d('getBytes')) / 1e6,
+    generationFlushes: after.memtableFlushCount - before.memtableFlushCount,
+  }
+}
+
+const build = spawnSync('cargo', ['build', '--release', '-p', 'memwal-core', '--example', 's3_server', '--locked'], {
+  cwd: root,
+  stdio: 'inherit',
+})
+if (build.status !== 0) throw new Error('cannot build the S3 server')
+const work = mkdtempSync(join(tmpdir(), 'memwal-put-cost-'))
+const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target')
+const child = spawn(join(target, 'release', 'examples', 's3_server'), [join(work, 's3'), '--latency-ms', String(latencyMs)], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+})
+const results = []
+try {
+  const info = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', (l) => resolve(JSON.parse(l)))
+    child.once('exit', (c) => reject(new Error(`S3 server exited with ${c}`)))
+  })
+  for (const c of [1, 64]) results.push(await run(`s3://${info.bucket}/cost-${c}`, info.storage, c))
+} finally {
+  child.stdin.end()
+  child.kill()
+  rmSync(work, { recursive: true, force: true })
+}
+
+const n = (x) => Math.round(x).toLocaleString('en-US')
+console.log(`\n${puts} durable puts of ${rowsPerPut} rows each, +${latencyMs} ms per request; per million puts:\n`)
+console.log('| concurrent puts | puts per WAL entry | PUT | GET | HEAD | LIST | DELETE | MB sent | MB received | generation flushes in run |')
+console.log('|---|---|---|---|---|---|---|---|---|---|')
+for (const r of results) {
+  console.log(
+    `| ${r.concurrency} | ${r.putsPerWalEntry.toFixed(1)} | ${n(r.put)} | ${n(r.get)} | ${n(r.head)} | ${n(r.list)} | ${n(r.del)} | ${n(r.sentMB)} | ${n(r.receivedMB)} | ${r.generationFlushes} |`,
+  )
+}
