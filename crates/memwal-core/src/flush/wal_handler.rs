@@ -390,6 +390,8 @@ impl WalFlushHandler {
         match self.appender.append_with(batches, requests).await {
             Ok(entry) => {
                 let latency = started.elapsed();
+                tracing::trace!(target: "memwal::wal", position = entry.position.get(), rows = entry.num_rows, bytes = entry.bytes, "appended WAL entry");
+                crate::events::warn_if_slow("wal append", latency);
                 self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
                     entry.num_batches as u64,
