@@ -134,6 +134,6 @@ test('backpressure is emitted once when puts start waiting and once when they st
   await ended
   t.is(phases.length, 8, JSON.stringify(phases))
   phases.forEach((e, i) => t.is(e.phase, i % 2 === 0 ? 'start' : 'end', JSON.stringify(phases)))
-  t.true(phases[0].bytesWaiting >= 100, JSON.stringify(phases))
+  t.true((phases[0]?.bytesWaiting ?? 0) >= 100, JSON.stringify(phases))
   await w.close()
 })

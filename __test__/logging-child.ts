@@ -5,7 +5,7 @@ import { ShardWriter } from '../index'
 import { rows, schema } from './helpers'
 
 async function main(): Promise<void> {
-  const w = await ShardWriter.open(process.argv[2], { schema, shard: 'logged' })
+  const w = await ShardWriter.open(process.argv[2] ?? '.', { schema, shard: 'logged' })
   await w.put(rows([1]))
   await w.close()
 }

@@ -47,7 +47,7 @@ const LEVELS: ReadonlyArray<LogLevel> = ['error', 'warn', 'info', 'debug', 'trac
  * ```ts
  * import pino from 'pino'
  * const log = pino()
- * setLogger(({ level, target, message, fields }) => log[level === 'trace' ? 'trace' : level]({ target, ...fields }, message))
+ * setLogger(({ level, target, message, fields }) => log[level]({ target, ...fields }, message))
  * ```
  *
  * @throws {@link InvalidArgumentError} if `logger` is neither a function nor `null`, or the level is unknown.

@@ -69,6 +69,8 @@ fn install() {
 /// verbose one it takes: `error`, `warn`, `info`, `debug` or `trace`), or, with no callback,
 /// stops sending.
 #[napi(js_name = "setNativeLogger")]
+// Only JavaScript calls it: napi registers it for the addon, not for `cargo test`'s build.
+#[cfg_attr(test, allow(dead_code))]
 pub fn set_logger(callback: Option<Function<String, ()>>, level: String) -> napi::Result<()> {
     let logger = match callback {
         Some(callback) => {
