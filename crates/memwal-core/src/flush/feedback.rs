@@ -140,7 +140,7 @@ impl Feedback {
             tracing::warn!(
                 target: "memwal::writer",
                 shard = %self.shard_id,
-                reason = ?fence.fence_reason(),
+                reason = fence.fence_reason().map(tracing::field::debug),
                 holder_writer_id = holder.map(|h| h.writer_id.as_str()),
                 holder_host = holder.map(|h| h.host.as_str()),
                 holder_pid = holder.map(|h| h.pid),
