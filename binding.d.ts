@@ -349,6 +349,13 @@ export interface OperationStats {
   failures: number
 }
 
+/**
+ * Sends each record, as one JSON string, to the JavaScript logger (`level` is the most
+ * verbose one it takes: `error`, `warn`, `info`, `debug` or `trace`), or, with no callback,
+ * stops sending.
+ */
+export declare function setNativeLogger(callback: ((arg: string) => void) | undefined | null, level: string): void
+
 /** A shard manifest version. */
 export interface ShardManifest {
   /** The shard id (a UUID); `null` if the manifest does not record one. */

@@ -839,3 +839,4 @@ module.exports.NativeObjectStore = nativeBinding.NativeObjectStore
 module.exports.NativeShardReader = nativeBinding.NativeShardReader
 module.exports.NativeShardWriter = nativeBinding.NativeShardWriter
 module.exports.NativeWalTailer = nativeBinding.NativeWalTailer
+module.exports.setNativeLogger = nativeBinding.setNativeLogger

@@ -17,7 +17,7 @@
  * `types.ts` (results and statistics, declared once in the binding), `metrics.ts` (statistics
  * in the Prometheus text format), `deadline.ts` (a call's
  * `signal` and `timeoutMs`), `writer.ts`, `reader.ts`
- * (reader and tailer), `events.ts` (writer events), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
+ * (reader and tailer), `events.ts` (writer events), `logger.ts` (the core's logs to the application's logger), `gc.ts` (garbage collection on demand), `durable.ts` (the durable-acknowledgement registry) and `yield.ts`.
  *
  * @packageDocumentation
  */
@@ -62,6 +62,14 @@ export type {
 } from './lib/types.js'
 export { ShardWriter } from './lib/writer.js'
 export { formatMetrics, type MetricsSource } from './lib/metrics.js'
-export type { CompactionEvent, GenerationFlushedEvent, ShardWriterEvents, WalAppendEvent } from './lib/events.js'
+export type {
+  BackpressureEvent,
+  CompactionEvent,
+  GenerationFlushedEvent,
+  RetryEvent,
+  ShardWriterEvents,
+  WalAppendEvent,
+} from './lib/events.js'
 export { ShardReader, WalTailer, type FollowOptions } from './lib/reader.js'
 export { collectGarbage, type GcReport } from './lib/gc.js'
+export { type LogLevel, type LogRecord, type Logger, type SetLoggerOptions, setLogger } from './lib/logger.js'

@@ -4,5 +4,6 @@ export {
   NativeShardReader,
   NativeShardWriter,
   NativeWalTailer,
+  setNativeLogger,
 } from './binding.js'
 export type * from './binding.js'

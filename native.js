@@ -36,3 +36,4 @@ module.exports.NativeObjectStore = native.NativeObjectStore
 module.exports.NativeShardReader = native.NativeShardReader
 module.exports.NativeShardWriter = native.NativeShardWriter
 module.exports.NativeWalTailer = native.NativeWalTailer
+module.exports.setNativeLogger = native.setNativeLogger

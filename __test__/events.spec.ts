@@ -5,9 +5,11 @@ import test from 'ava'
 
 import {
   FencedError,
+  type BackpressureEvent,
   type GenerationFlushedEvent,
   InvalidArgumentError,
   ObjectStore,
+  type RetryEvent,
   ShardWriter,
   type WalAppendEvent,
 } from '../index'
@@ -17,9 +19,20 @@ import { rows, schema, tempDir } from './helpers'
  * The next `event` of `w`, as a promise. Events do not keep the process alive (a service has
  * its own handles; a test waiting on nothing else would end): a timer does, until it comes.
  */
-function next<T>(w: ShardWriter, event: 'walAppend' | 'generationFlushed' | 'compaction' | 'gc' | 'fenced'): Promise<T> {
+function next<T>(
+  w: ShardWriter,
+  event: 'walAppend' | 'generationFlushed' | 'compaction' | 'gc' | 'fenced' | 'retry' | 'backpressure',
+  matches: (e: T) => boolean = () => true,
+): Promise<T> {
   const alive = setInterval(() => undefined, 1000)
-  return new Promise<T>((resolve) => w.once(event, ((e: T) => resolve(e)) as never)).finally(() => clearInterval(alive))
+  return new Promise<T>((resolve) => {
+    const listener = (e: T): void => {
+      if (!matches(e)) return
+      w.off(event, listener as never)
+      resolve(e)
+    }
+    w.on(event, listener as never)
+  }).finally(() => clearInterval(alive))
 }
 
 test('walAppend, generationFlushed, compaction and gc fire with their fields', async (t) => {
@@ -86,5 +99,41 @@ test('with no error listener a background failure is not thrown; bad listeners a
   t.throws(() => w.on('gc', 42 as never), { instanceOf: InvalidArgumentError, message: /listener must be a function/ })
   const listener = (): void => undefined
   t.is(w.on('gc', listener).off('gc', listener), w)
+  await w.close()
+})
+
+test('each retry of a failed WAL append is emitted with its attempt, error and delay', async (t) => {
+  const store = ObjectStore.memory()
+  const w = await ShardWriter.open(store, { schema, walPersistRetryBaseDelayMs: 1 })
+  const retries: RetryEvent[] = []
+  w.on('retry', (e) => retries.push(e))
+  // Events arrive in order: the append's comes after its retries'.
+  const appended = next<WalAppendEvent>(w, 'walAppend')
+  store.faults.failWalPuts(2)
+  await w.put(rows([1]))
+  await appended
+  t.deepEqual(
+    retries.map(({ operation, attempt, delayMs }) => ({ operation, attempt, delayMs })),
+    [
+      { operation: 'wal append', attempt: 1, delayMs: 1 },
+      { operation: 'wal append', attempt: 2, delayMs: 2 },
+    ],
+  )
+  for (const r of retries) t.regex(r.error, /injected transient WAL put failure/)
+  await w.close()
+})
+
+test('backpressure is emitted once when puts start waiting and once when they stop', async (t) => {
+  const w = await ShardWriter.open(ObjectStore.memory(), { schema, maxUnflushedMemtableBytes: 100 })
+  const phases: BackpressureEvent[] = []
+  w.on('backpressure', (e) => phases.push(e))
+  // Each put after the first finds the previous one's bytes unflushed and waits for its flush.
+  for (let i = 0; i < 4; i++) await w.put(rows([i * 10, i * 10 + 1, i * 10 + 2]))
+  const ended = next<BackpressureEvent>(w, 'backpressure', (e) => e.phase === 'end' && phases.length >= 6)
+  await w.put(rows([100]))
+  await ended
+  t.is(phases.length, 8, JSON.stringify(phases))
+  phases.forEach((e, i) => t.is(e.phase, i % 2 === 0 ? 'start' : 'end', JSON.stringify(phases)))
+  t.true((phases[0]?.bytesWaiting ?? 0) >= 100, JSON.stringify(phases))
   await w.close()
 })

@@ -48,6 +48,29 @@ export interface CompactionEvent {
   file: string
 }
 
+/** A failed object-store or WAL operation is retried after a backoff. */
+export interface RetryEvent {
+  /** What is retried: `wal append`, `wal read-back`, `fence sentinel` or `generation flush`. */
+  operation: string
+  /** Which retry this is (1 for the first). */
+  attempt: number
+  /** The message of the failure that is retried. */
+  error: string
+  /** The backoff before the retry, in milliseconds. */
+  delayMs: number
+}
+
+/**
+ * Puts started or stopped waiting for backpressure (`maxUnflushedMemtableBytes`): `start` when
+ * the first put has to wait, `end` when the last waiting put goes in.
+ */
+export interface BackpressureEvent {
+  /** Whether puts started (`start`) or stopped (`end`) waiting. */
+  phase: 'start' | 'end'
+  /** The unflushed bytes the limit counts (active and frozen MemTables, or queued WAL-only batches), at that moment. */
+  bytesWaiting: number
+}
+
 /**
  * The events a {@link ShardWriter} emits, and their listeners' arguments.
  *
@@ -56,6 +79,8 @@ export interface CompactionEvent {
  *   non-durable mode, a successor's claim).
  * - `walAppend`, `generationFlushed`, `compaction`: after each took effect.
  * - `gc`: after each background garbage collection, with what it removed.
+ * - `retry`: before each retry of a failed WAL append or generation flush.
+ * - `backpressure`: when puts start, and stop, waiting for `maxUnflushedMemtableBytes`.
  * - `error`: a background task failed without fencing the writer (a garbage collection); puts
  *   go on. With no `error` listener it is dropped, never thrown: unlike a plain
  *   `EventEmitter`, a writer does not crash the process over it.
@@ -71,11 +96,15 @@ export interface ShardWriterEvents {
   compaction: [event: CompactionEvent]
   /** A background garbage collection ran: what it removed. */
   gc: [report: GcReport]
+  /** A failed operation is retried. */
+  retry: [event: RetryEvent]
+  /** Puts started or stopped waiting for backpressure. */
+  backpressure: [event: BackpressureEvent]
   /** A background task failed without fencing the writer. */
   error: [error: MemWalError]
 }
 
-const EVENT_NAMES: ReadonlyArray<keyof ShardWriterEvents> = ['fenced', 'walAppend', 'generationFlushed', 'compaction', 'gc', 'error']
+const EVENT_NAMES: ReadonlyArray<keyof ShardWriterEvents> = ['fenced', 'walAppend', 'generationFlushed', 'compaction', 'gc', 'retry', 'backpressure', 'error']
 
 /** Throws an {@link InvalidArgumentError} unless `event` names an event and `listener` is a function. */
 export function checkListener(what: string, event: unknown, listener: unknown): asserts event is keyof ShardWriterEvents {
@@ -103,6 +132,8 @@ export function emitNativeEvent(emitter: EventEmitter, json: string): void {
     case 'generationFlushed':
     case 'compaction':
     case 'gc':
+    case 'retry':
+    case 'backpressure':
       emitter.emit(type, fields)
       return
     default:

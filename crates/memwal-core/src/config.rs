@@ -256,6 +256,7 @@ impl WriterConfig {
         RetryPolicy {
             max_retries: self.max_wal_persist_retries,
             base_delay: Duration::from_millis(self.wal_persist_retry_base_delay_ms),
+            observer: None,
         }
     }
 }
@@ -439,23 +440,63 @@ fn set_shard(c: &mut WriterConfig, shard: ShardRef) -> Result<()> {
     Ok(())
 }
 
+/// Told of every retry a [`RetryPolicy`] waits for: the operation, the retry's number (from 1),
+/// the failure's message and the backoff. The writer reports it as a `Retry` event.
+pub(crate) type RetryObserver =
+    std::sync::Arc<dyn Fn(&'static str, u32, &str, Duration) + Send + Sync>;
+
 /// Exponential backoff at one slot: `base × 2^(attempt−1)`, capped at 5 s (reference §3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     pub base_delay: Duration,
+    /// Told of each retry (the writer's events); `None` before the writer exists.
+    pub observer: Option<RetryObserver>,
+}
+
+impl std::fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_retries", &self.max_retries)
+            .field("base_delay", &self.base_delay)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RetryPolicy {
-    /// After a failed attempt (`failed` counts the failures before it): `false` if the retries
-    /// are spent, else counts it and sleeps the backoff before the next attempt.
-    pub async fn wait_before_retry(&self, failed: &mut u32) -> bool {
+    /// The same policy, telling `observer` of each retry.
+    pub fn observed_by(mut self, observer: RetryObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// After a failed attempt of `operation` with `error` (`failed` counts the failures
+    /// before it): `false` if the retries are spent, else counts it, logs and reports it, and
+    /// sleeps the backoff before the next attempt.
+    pub async fn wait_before_retry(
+        &self,
+        failed: &mut u32,
+        operation: &'static str,
+        error: &(dyn std::fmt::Display + Sync),
+    ) -> bool {
         if *failed >= self.max_retries {
             return false;
         }
         *failed += 1;
         crate::stats::note_retry();
-        tokio::time::sleep(self.delay(*failed)).await;
+        let delay = self.delay(*failed);
+        tracing::info!(
+            target: "memwal::retry",
+            operation,
+            attempt = *failed,
+            error = %error,
+            delay_ms = delay.as_millis() as u64,
+            "retrying {operation}"
+        );
+        if let Some(observer) = &self.observer {
+            observer(operation, *failed, &error.to_string(), delay);
+        }
+        tokio::time::sleep(delay).await;
         true
     }
 
@@ -626,6 +667,7 @@ mod tests {
         let p = RetryPolicy {
             max_retries: 3,
             base_delay: Duration::from_millis(50),
+            observer: None,
         };
         assert_eq!(p.delay(1), Duration::from_millis(50));
         assert_eq!(p.delay(2), Duration::from_millis(100));

@@ -63,11 +63,69 @@ pub enum WriterEvent {
     },
     /// A background garbage collection ran.
     Gc(GcReport),
+    /// An object-store or WAL operation failed and is retried after `delay` (the writer
+    /// gives up after `max_wal_persist_retries`).
+    Retry {
+        /// What is retried: `wal append`, `wal read-back`, `fence sentinel` or
+        /// `generation flush`.
+        operation: &'static str,
+        /// Which retry this is (1 for the first).
+        attempt: u32,
+        /// The failure that is retried, as its message.
+        error: String,
+        /// The backoff before the retry.
+        delay: Duration,
+    },
+    /// Puts started (`waiting: true`) or stopped (`false`) waiting for backpressure
+    /// (`max_unflushed_memtable_bytes`): once when the first put has to wait, once when the
+    /// last waiting put goes in.
+    Backpressure {
+        /// Whether puts are now waiting.
+        waiting: bool,
+        /// The unflushed bytes the limit counts (active and frozen MemTables, or the queued
+        /// batches in WAL-only mode), at that moment.
+        bytes_waiting: u64,
+    },
     /// A background task failed without fencing the writer (a garbage collection); puts go on.
     Error {
         /// What failed.
         error: Error,
     },
+}
+
+/// An operation slower than this is logged at `warn` (a WAL append, a generation flush).
+pub const SLOW_OPERATION: Duration = Duration::from_secs(1);
+
+/// Logs `operation` at `warn` if it took longer than [`SLOW_OPERATION`].
+pub(crate) fn warn_if_slow(operation: &'static str, took: Duration) {
+    if took > SLOW_OPERATION {
+        tracing::warn!(
+            target: "memwal::slow",
+            operation,
+            ms = took.as_millis() as u64,
+            "slow {operation}"
+        );
+    }
+}
+
+/// Logs a committed generation flush (and warns if it was slow).
+pub(crate) fn log_flush(
+    shard: uuid::Uuid,
+    generation: u64,
+    rows: u64,
+    bytes: Option<u64>,
+    took: Duration,
+) {
+    tracing::info!(
+        target: "memwal::flush",
+        shard = %shard,
+        generation,
+        rows,
+        bytes,
+        ms = took.as_millis() as u64,
+        "flushed generation"
+    );
+    warn_if_slow("generation flush", took);
 }
 
 /// Receives a writer's events. Called on the writer's background tasks: it must return quickly.

@@ -209,3 +209,95 @@ async fn a_writer_has_one_sink_and_a_late_one_still_hears_of_its_fence() {
     assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
     w.abort().await.unwrap();
 }
+
+#[tokio::test]
+async fn each_retry_of_a_failed_wal_append_is_reported() {
+    for (backend, shard) in each_backend() {
+        let w = shard.open(durable()).await;
+        let events = recorder(&w);
+        backend.store.faults().fail_wal_puts(2);
+        w.put(vec![rows(0, 1)]).await.unwrap();
+        let retries: Vec<_> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                WriterEvent::Retry {
+                    operation,
+                    attempt,
+                    error,
+                    delay,
+                } => Some((*operation, *attempt, error.clone(), *delay)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(retries.len(), 2, "{}: {retries:?}", backend.name);
+        for (i, (operation, attempt, error, delay)) in retries.into_iter().enumerate() {
+            assert_eq!(operation, "wal append");
+            assert_eq!(attempt, i as u32 + 1);
+            assert!(
+                error.contains("injected transient WAL put failure"),
+                "{error}"
+            );
+            // `durable()` sets a 1 ms base delay, doubled per retry.
+            assert_eq!(delay, Duration::from_millis(1 << i));
+        }
+        w.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn backpressure_is_reported_when_puts_start_and_stop_waiting() {
+    let (backend, shard) = each_backend().remove(0);
+    let w = Arc::new(
+        shard
+            .open(non_durable().with(|c| c.max_unflushed_memtable_bytes = 100))
+            .await,
+    );
+    let events = recorder(&w);
+    let backpressure = |events: &Arc<Mutex<Vec<WriterEvent>>>| -> Vec<(bool, u64)> {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                WriterEvent::Backpressure {
+                    waiting,
+                    bytes_waiting,
+                } => Some((*waiting, *bytes_waiting)),
+                _ => None,
+            })
+            .collect()
+    };
+    // The generation flush that would relieve the pressure stops before its commit.
+    let paused = backend.store.faults().pause_at("generation-before-commit");
+    w.put(vec![rows(0, 10)]).await.unwrap();
+    assert!(backpressure(&events).is_empty(), "under the limit");
+    let puts: Vec<_> = (1..4)
+        .map(|i| spawn_put(&w, vec![rows(i * 10, 10)]))
+        .collect();
+    next_matching(&events, "backpressure start", |e| {
+        matches!(e, WriterEvent::Backpressure { waiting: true, .. })
+    })
+    .await;
+    paused.reached().await;
+    let started = backpressure(&events);
+    assert_eq!(
+        started.len(),
+        1,
+        "one start for all waiting puts: {started:?}"
+    );
+    assert!(started[0].1 >= 100, "over the limit: {started:?}");
+    paused.release();
+    for put in puts {
+        put.await.unwrap().unwrap();
+    }
+    let all = backpressure(&events);
+    assert_eq!(all.first().map(|e| e.0), Some(true), "{all:?}");
+    assert_eq!(all.last().map(|e| e.0), Some(false), "{all:?}");
+    // Episodes alternate: each start is followed by its end.
+    for pair in all.windows(2) {
+        assert_ne!(pair[0].0, pair[1].0, "{all:?}");
+    }
+    Arc::try_unwrap(w).unwrap().close().await.unwrap();
+}

@@ -87,6 +87,26 @@ fn json_of(event: &WriterEvent) -> serde_json::Value {
             "bytesRemoved": r.bytes_removed,
             "dryRun": r.dry_run,
         }),
+        WriterEvent::Retry {
+            operation,
+            attempt,
+            error,
+            delay,
+        } => json!({
+            "type": "retry",
+            "operation": operation,
+            "attempt": attempt,
+            "error": error,
+            "delayMs": ms(delay),
+        }),
+        WriterEvent::Backpressure {
+            waiting,
+            bytes_waiting,
+        } => json!({
+            "type": "backpressure",
+            "phase": if *waiting { "start" } else { "end" },
+            "bytesWaiting": bytes_waiting,
+        }),
         WriterEvent::Error { error } => json!({ "type": "error", "error": tagged(error) }),
         // `WriterEvent` is non-exhaustive: a kind this binding does not know yet.
         _ => json!({ "type": "unknown" }),

@@ -6,7 +6,7 @@
 //! schema), `columns` (column buffers → batches), `schema` (an
 //! apache-arrow Schema described by its structure → arrow-rs schema), `ipc` (Arrow IPC bytes ↔
 //! batches), `durable` (the relay that reports durable puts to JavaScript in batches), `events` (writer
-//! events to JavaScript),
+//! events to JavaScript), `logging` (the core's logs to stderr or a JavaScript logger),
 //! `reader` (reader and tailer), `gc` (garbage collection's options and report), `convert` (options, results, statistics) and `error` (the only
 //! place core errors become JavaScript errors). Semantics live in memwal-core; an `if` about
 //! memwal behaviour belongs there.
@@ -27,6 +27,7 @@ mod error;
 mod events;
 mod gc;
 mod ipc;
+mod logging;
 mod put_data;
 mod reader;
 mod rows;

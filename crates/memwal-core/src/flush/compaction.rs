@@ -224,6 +224,14 @@ impl Compactor {
                 self.paths.shard_id()
             )));
         }
+        tracing::info!(
+            target: "memwal::compaction",
+            shard = %self.paths.shard_id(),
+            merged = merged_from.len(),
+            generation = merged.generation,
+            rows,
+            "compacted generations"
+        );
         self.feedback.events.send(|| WriterEvent::Compaction {
             merged: merged_from.len() as u64,
             generation: merged.generation,

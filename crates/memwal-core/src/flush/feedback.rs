@@ -134,7 +134,21 @@ impl Feedback {
                 Some(Arc::new(error)),
             )
         };
-        self.latch.latch(error);
+        if self.latch.latch(error) {
+            let fence = self.latch.get().expect("latched");
+            let holder = fence.holder();
+            tracing::warn!(
+                target: "memwal::writer",
+                shard = %self.shard_id,
+                reason = fence.fence_reason().map(tracing::field::debug),
+                holder_writer_id = holder.map(|h| h.writer_id.as_str()),
+                holder_host = holder.map(|h| h.host.as_str()),
+                holder_pid = holder.map(|h| h.pid),
+                holder_epoch = holder.map(|h| h.epoch),
+                error = %fence,
+                "writer fenced"
+            );
+        }
         self.events.send_fenced(self.latch.get().expect("latched"));
         self.bump_progress();
         self.latch.get().cloned().expect("latched")

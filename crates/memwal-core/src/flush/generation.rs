@@ -159,7 +159,11 @@ impl GenerationFlusher {
                     ));
                 }
                 Err(e) => {
-                    if !self.retry.wait_before_retry(&mut failures).await {
+                    if !self
+                        .retry
+                        .wait_before_retry(&mut failures, "generation flush", &e)
+                        .await
+                    {
                         return Err(Error::persistence_failure(
                             format!(
                                 "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
@@ -282,6 +286,13 @@ impl GenerationFlusher {
             .unwrap_or(entry);
         let latency = started.elapsed();
         self.feedback.stats.record_memtable_flush(rows, latency);
+        crate::events::log_flush(
+            self.paths.shard_id(),
+            generation,
+            rows,
+            entry.in_memory_bytes,
+            latency,
+        );
         self.feedback
             .events
             .send(|| WriterEvent::GenerationFlushed {

@@ -468,6 +468,8 @@ impl WalFlushHandler {
                     bytes,
                     puts: 0,
                 });
+                tracing::trace!(target: "memwal::wal", position = entry.position.get(), rows = entry.num_rows, bytes = entry.bytes, "appended WAL entry");
+                crate::events::warn_if_slow("wal append", latency);
                 self.feedback.stats.record_wal_flush(
                     entry.bytes as u64,
                     entry.num_batches as u64,

@@ -207,7 +207,11 @@ impl WalAppender {
                         Err(e) => {
                             // The slot may hold our own write: until it can be read back the
                             // outcome is unknown, never a fence. Retry like a failed put.
-                            if !self.retry.wait_before_retry(&mut failed_attempts).await {
+                            if !self
+                                .retry
+                                .wait_before_retry(&mut failed_attempts, "wal read-back", &e)
+                                .await
+                            {
                                 return Err(Error::persistence_failure(
                                     format!(
                                         "WAL position {position} for shard {shard} is taken and could not be read back after {failed_attempts} retries, so whether it holds this entry is unknown; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
@@ -261,7 +265,11 @@ impl WalAppender {
                             Some(std::sync::Arc::new(e)),
                         ));
                     }
-                    if !self.retry.wait_before_retry(&mut failed_attempts).await {
+                    if !self
+                        .retry
+                        .wait_before_retry(&mut failed_attempts, "wal append", &e)
+                        .await
+                    {
                         return Err(Error::persistence_failure(
                             format!(
                                 "WAL persistence failed for shard {shard} at position {position} after {failed_attempts} retries; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
@@ -365,7 +373,11 @@ impl WalAppender {
                         ));
                     }
                     ours_may_have_landed = true;
-                    if !self.retry.wait_before_retry(&mut failed_attempts).await {
+                    if !self
+                        .retry
+                        .wait_before_retry(&mut failed_attempts, "fence sentinel", &e)
+                        .await
+                    {
                         return Err(Error::io(
                             format!(
                                 "writing the fence sentinel of shard {shard} at WAL position {position} failed after {failed_attempts} retries"

@@ -53,8 +53,23 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
             return;
         }
         match inner.collect_garbage().await {
-            Ok(report) => inner.feedback.events.send(|| WriterEvent::Gc(report)),
-            Err(error) => inner.feedback.events.send(|| WriterEvent::Error { error }),
+            Ok(report) => {
+                tracing::info!(
+                    target: "memwal::gc",
+                    shard = %inner.shard_id,
+                    low_water = report.low_water,
+                    wal_entries_removed = report.wal_entries_removed,
+                    manifest_versions_removed = report.manifest_versions_removed,
+                    generation_dirs_removed = report.generation_dirs_removed.len(),
+                    bytes_removed = report.bytes_removed,
+                    "collected garbage"
+                );
+                inner.feedback.events.send(|| WriterEvent::Gc(report))
+            }
+            Err(error) => {
+                tracing::warn!(target: "memwal::gc", shard = %inner.shard_id, error = %error, "garbage collection failed");
+                inner.feedback.events.send(|| WriterEvent::Error { error })
+            }
         }
     }
 }
@@ -184,13 +199,33 @@ pub(crate) async fn open(
         tip
     };
     let epoch = manifest.writer_epoch;
+    tracing::info!(
+        target: "memwal::writer",
+        shard = %shard_id,
+        shard_name = manifest.shard_name.as_deref(),
+        epoch,
+        writer_id = %writer_id,
+        "claimed shard"
+    );
+    let (feedback, reports) = Feedback::new(shard_id, stats.clone());
+    let retry = config.retry_policy().observed_by({
+        let feedback = feedback.clone();
+        Arc::new(move |operation, attempt, error, delay| {
+            feedback.events.send(|| WriterEvent::Retry {
+                operation,
+                attempt,
+                error: error.to_string(),
+                delay,
+            })
+        })
+    });
     let mut appender = WalAppender::new(
         store.clone(),
         paths.clone(),
         manifests.clone(),
         epoch,
         tip,
-        config.retry_policy(),
+        retry.clone(),
     );
     store.faults().pause_point("open-before-sentinel").await;
     let fence_sentinel_position = if epoch >= 2 {
@@ -219,7 +254,6 @@ pub(crate) async fn open(
         ..OpenStats::default()
     };
     store.faults().pause_point("open-before-replay").await;
-    let (feedback, reports) = Feedback::new(shard_id, stats);
     let (wal_tx, wal_rx) = mpsc::unbounded_channel();
     let (gen_tx, gen_rx) = mpsc::unbounded_channel();
     let mut replayed_frozen = Vec::new();
@@ -335,7 +369,7 @@ pub(crate) async fn open(
         epoch,
         writer_id,
         schema,
-        retry: config.retry_policy(),
+        retry,
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
         compactor,

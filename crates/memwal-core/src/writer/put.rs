@@ -21,6 +21,7 @@ use super::state::{Held, Lifecycle, Mode, WriterInner, WriterState};
 use super::validate;
 use crate::batch_store::{BatchRange, estimated_batch_bytes};
 use crate::error::{Error, Result};
+use crate::events::WriterEvent;
 use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{DurableWatcher, put_completion};
 use crate::request_id::{PutRecord, RequestId};
@@ -77,6 +78,51 @@ pub struct BlockedPut {
     batches: ValidatedBatches,
     request_id: Option<RequestId>,
     started: Instant,
+    waiting: Waiting,
+}
+
+/// Counts a put among the writer's waiting ones while it waits for backpressure: the first one
+/// reports that puts wait, and the last one to go (inserted, failed or dropped) that they stop.
+#[derive(Debug)]
+struct Waiting(Arc<WriterInner>);
+
+impl Waiting {
+    /// Counts a put that just found the writer over its limit. Caller holds the state lock.
+    fn start(inner: &Arc<WriterInner>, st: &mut WriterState) -> Waiting {
+        st.backpressured_puts += 1;
+        if st.backpressured_puts == 1 {
+            report_backpressure(inner, true, st.unflushed_bytes());
+        }
+        Waiting(inner.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // Never dropped under the state lock: `insert` lets go of it first.
+        let mut st = self.0.lock();
+        st.backpressured_puts -= 1;
+        if st.backpressured_puts == 0 {
+            report_backpressure(&self.0, false, st.unflushed_bytes());
+        }
+    }
+}
+
+/// Logs and reports that puts started or stopped waiting. Under the state lock, so the
+/// reports of successive episodes keep their order.
+fn report_backpressure(inner: &WriterInner, waiting: bool, bytes_waiting: u64) {
+    tracing::info!(
+        target: "memwal::backpressure",
+        shard = %inner.shard_id,
+        bytes_waiting,
+        limit = inner.config.max_unflushed_memtable_bytes,
+        "{}",
+        if waiting { "puts wait for backpressure" } else { "backpressure eased" }
+    );
+    inner.feedback.events.send(|| WriterEvent::Backpressure {
+        waiting,
+        bytes_waiting,
+    });
 }
 
 impl BlockedPut {
@@ -91,12 +137,13 @@ impl BlockedPut {
             mut batches,
             request_id,
             started,
+            mut waiting,
         } = self;
         let waited_since = Instant::now();
         loop {
             // Subscribe before checking, so progress made in between is not missed.
             let mut progress = inner.feedback.progress();
-            match insert(&inner, batches, request_id.clone(), started)? {
+            match insert(&inner, batches, request_id.clone(), started, Some(waiting))? {
                 Submitted::Inserted(result, watcher) => {
                     inner
                         .feedback
@@ -104,7 +151,7 @@ impl BlockedPut {
                         .record_backpressure(waited_since.elapsed());
                     return Ok((result, watcher));
                 }
-                Submitted::Blocked(back) => batches = back.batches,
+                Submitted::Blocked(back) => (batches, waiting) = (back.batches, back.waiting),
             }
             if progress.changed().await.is_err() {
                 return Err(inner.closed_error());
@@ -147,7 +194,7 @@ pub(super) fn submit(
         bytes: batches.iter().map(estimated_batch_bytes).sum(),
         batches,
     };
-    insert(inner, validated, options.request_id, started)
+    insert(inner, validated, options.request_id, started, None)
 }
 
 /// Over the backpressure limit? If so, makes sure something is being flushed that will relieve
@@ -174,12 +221,14 @@ fn over_pressure(inner: &WriterInner, st: &mut WriterState) -> bool {
     }
 }
 
-/// The insert itself: under the state lock, never waiting.
+/// The insert itself: under the state lock, never waiting. `waiting`: the put's count among
+/// the waiting ones, if it waited already (dropped only after the lock, see [`Waiting`]).
 fn insert(
     inner: &Arc<WriterInner>,
     validated: ValidatedBatches,
     request_id: Option<RequestId>,
     started: Instant,
+    waiting: Option<Waiting>,
 ) -> Result<Submitted> {
     let mut st = inner.lock();
     inner.check_open(&st)?;
@@ -191,11 +240,16 @@ fn insert(
         return Ok(Submitted::Inserted(result, watcher));
     }
     if over_pressure(inner, &mut st) {
+        let waiting = match waiting {
+            Some(w) => w,
+            None => Waiting::start(inner, &mut st),
+        };
         return Ok(Submitted::Blocked(BlockedPut {
             inner: inner.clone(),
             batches: validated,
             request_id,
             started,
+            waiting,
         }));
     }
     let WriterState { mode, requests, .. } = &mut *st;
@@ -344,6 +398,7 @@ fn insert(
         }
     };
     drop(st);
+    drop(waiting);
     inner.feedback.stats.record_put(rows, started.elapsed());
     Ok(Submitted::Inserted(result, watcher))
 }

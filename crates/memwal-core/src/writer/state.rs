@@ -106,6 +106,9 @@ pub(crate) struct WriterState {
     pub next_wal_position: WalPosition,
     /// The request ids of recent puts (see `request_index` for the window).
     pub requests: RequestIndex,
+    /// Puts waiting for backpressure (see `put`): the writer reports when this leaves and
+    /// returns to 0.
+    pub backpressured_puts: usize,
     reports: Reports,
 }
 
@@ -121,7 +124,17 @@ impl WriterState {
             mode,
             next_wal_position,
             requests,
+            backpressured_puts: 0,
             reports,
+        }
+    }
+
+    /// The bytes the backpressure limit counts: the active and frozen MemTables, or the
+    /// queued WAL-only batches.
+    pub fn unflushed_bytes(&self) -> u64 {
+        match &self.mode {
+            Mode::MemTable(mt) => mt.active.memtable.store().estimated_bytes() + mt.frozen_bytes,
+            Mode::WalOnly(wo) => wo.pending_bytes,
         }
     }
 
@@ -284,6 +297,14 @@ impl WriterInner {
             Held::new(next.clone(), WalProgress::default()),
         );
         mt.wal_size_triggers = 0;
+        tracing::info!(
+            target: "memwal::memtable",
+            shard = %self.shard_id,
+            generation = old.memtable.generation(),
+            batches = old.memtable.store().len(),
+            bytes = old.memtable.store().estimated_bytes(),
+            "sealed MemTable"
+        );
         let (completion, wal_done) = completion();
         // If the handler is gone the message (and completion) is dropped: the generation
         // flusher then sees "handler exited" and flushes nothing.
