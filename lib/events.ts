@@ -12,6 +12,8 @@ import { type FencedError, InvalidArgumentError, type MemWalError, describeValue
 export interface WalAppendEvent {
   /** The entry's WAL position. */
   position: number
+  /** Puts in it: how many puts shared this entry. */
+  puts: number
   /** Batches in it (one or more per put). */
   batches: number
   /** Rows in it. */

@@ -51,6 +51,8 @@ pub struct StoredBatch {
     pub estimated_bytes: u64,
     /// The records of the puts with a request id whose last batch this is (empty for most).
     pub requests: Vec<PutRecord>,
+    /// Appends (puts) that ended at or before this batch in this store.
+    pub puts_through: u64,
 }
 
 /// The append would exceed the store's capacity; nothing was appended.
@@ -232,25 +234,28 @@ impl BatchStore {
                 remaining,
             });
         }
-        let (mut rows, mut bytes) = match start.checked_sub(1).and_then(|i| self.get(i)) {
+        let (mut rows, mut bytes, puts) = match start.checked_sub(1).and_then(|i| self.get(i)) {
             Some(prev) => (
                 prev.rows_before + prev.batch.num_rows() as u64,
                 prev.bytes_before + prev.estimated_bytes,
+                prev.puts_through,
             ),
-            None => (0, 0),
+            None => (0, 0, 0),
         };
         for (i, batch) in batches.iter().enumerate() {
             let estimated_bytes = estimated_batch_bytes(batch);
+            let last = i + 1 == batches.len();
             let stored = StoredBatch {
                 batch: batch.clone(),
                 rows_before: rows,
                 bytes_before: bytes,
                 estimated_bytes,
-                requests: if i + 1 == batches.len() {
+                requests: if last {
                     std::mem::take(&mut requests)
                 } else {
                     Vec::new()
                 },
+                puts_through: puts + u64::from(last),
             };
             rows += batch.num_rows() as u64;
             bytes += estimated_bytes;
@@ -288,6 +293,17 @@ impl BatchStore {
             .filter_map(|i| self.get(i))
             .flat_map(|s| s.requests.iter().cloned())
             .collect()
+    }
+
+    /// Appends (puts) that ended in `range` (which must be committed). An append publishes all
+    /// its batches at once, so a committed range never splits one.
+    pub fn puts(&self, range: BatchRange) -> u64 {
+        let through = |n: usize| {
+            n.checked_sub(1)
+                .and_then(|i| self.get(i))
+                .map_or(0, |s| s.puts_through)
+        };
+        through(range.end) - through(range.start)
     }
 
     /// Rows in the first `n` committed batches.
@@ -340,6 +356,20 @@ pub(crate) mod tests {
         let s = BatchStore::new(10);
         assert_eq!((s.capacity(), s.len(), s.remaining()), (10, 0, 10));
         assert!(s.is_empty() && !s.is_full());
+    }
+
+    #[test]
+    fn puts_count_appends_not_batches() {
+        let s = BatchStore::new(10);
+        s.append(&[batch(1), batch(2), batch(3)]).unwrap();
+        s.append(&[batch(1)]).unwrap();
+        s.append(&[batch(1), batch(1)]).unwrap();
+        let range = |start, end| BatchRange { start, end };
+        assert_eq!(s.puts(range(0, 6)), 3);
+        assert_eq!(s.puts(range(0, 3)), 1);
+        assert_eq!(s.puts(range(3, 6)), 2);
+        assert_eq!(s.puts(range(4, 6)), 1);
+        assert_eq!(s.puts(range(6, 6)), 0);
     }
 
     #[test]

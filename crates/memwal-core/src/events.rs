@@ -28,6 +28,8 @@ pub enum WriterEvent {
     WalAppend {
         /// Its WAL position.
         position: u64,
+        /// Puts in it: how many puts shared the entry.
+        puts: u64,
         /// Batches in it (one or more per put).
         batches: u64,
         /// Rows in it.

@@ -66,12 +66,18 @@ async fn appends_flushes_compactions_and_collections_are_reported() {
         {
             WriterEvent::WalAppend {
                 position,
+                puts,
                 batches,
                 rows,
                 bytes,
                 ..
             } => {
-                assert_eq!((position, batches, rows), (1, 1, 3), "{}", backend.name);
+                assert_eq!(
+                    (position, puts, batches, rows),
+                    (1, 1, 1, 3),
+                    "{}",
+                    backend.name
+                );
                 assert!(bytes > 0);
             }
             e => unreachable!("{e:?}"),
@@ -300,4 +306,42 @@ async fn backpressure_is_reported_when_puts_start_and_stop_waiting() {
         assert_ne!(pair[0].0, pair[1].0, "{all:?}");
     }
     Arc::try_unwrap(w).unwrap().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_wal_append_counts_the_puts_that_shared_its_entry() {
+    for enable_memtable in [true, false] {
+        for (backend, shard) in each_backend() {
+            let w = shard
+                .open(non_durable().with(|c| {
+                    c.max_wal_flush_interval_ms = None;
+                    c.enable_memtable = enable_memtable;
+                }))
+                .await;
+            let events = recorder(&w);
+            w.put(vec![rows(0, 2), rows(2, 1)]).await.unwrap();
+            w.put(vec![rows(3, 1)]).await.unwrap();
+            w.put(vec![rows(4, 3)]).await.unwrap();
+            w.flush().await.unwrap();
+            match next_matching(&events, "a WAL append", |e| {
+                matches!(e, WriterEvent::WalAppend { .. })
+            })
+            .await
+            {
+                WriterEvent::WalAppend {
+                    puts,
+                    batches,
+                    rows,
+                    ..
+                } => assert_eq!(
+                    (puts, batches, rows),
+                    (3, 4, 7),
+                    "{} memtable {enable_memtable}",
+                    backend.name
+                ),
+                e => unreachable!("{e:?}"),
+            }
+            w.close().await.unwrap();
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //! `\u005d` (the object holds no arrays, so a `]` can only occur inside a string) so the tag
 //! still ends at its first `]`. A `TRUNCATED` error carries the first available WAL position,
 //! `[memwal:TRUNCATED:first=6] `. The error's `source()` chain follows as indented "Caused by:"
-//! lines.
+//! lines, each only if the message does not already say it.
 
 use memwal_core::{Error, ShardHolder};
 
@@ -33,9 +33,13 @@ pub fn tagged(e: &Error) -> String {
             None => format!("[memwal:{}] {e}", e.code().as_str()),
         },
     };
+    // A cause whose text the message already holds (most errors put their source's text in
+    // their own) would only repeat it.
     for cause in e.causes() {
-        msg.push_str("\n  Caused by: ");
-        msg.push_str(&cause);
+        if !msg.contains(&cause) {
+            msg.push_str("\n  Caused by: ");
+            msg.push_str(&cause);
+        }
     }
     msg
 }

@@ -37,6 +37,7 @@ fn json_of(event: &WriterEvent) -> serde_json::Value {
         WriterEvent::Fenced { error } => json!({ "type": "fenced", "error": tagged(error) }),
         WriterEvent::WalAppend {
             position,
+            puts,
             batches,
             rows,
             bytes,
@@ -44,6 +45,7 @@ fn json_of(event: &WriterEvent) -> serde_json::Value {
         } => json!({
             "type": "walAppend",
             "position": position,
+            "puts": puts,
             "batches": batches,
             "rows": rows,
             "bytes": bytes,

@@ -122,6 +122,8 @@ struct WalOnlyQueue {
     requests: Vec<PutRecord>,
     /// Estimated bytes of `queue`, as the writer counted them.
     queued_bytes: u64,
+    /// Puts in `queue`.
+    queued_puts: u64,
     appended: u64,
 }
 
@@ -250,6 +252,7 @@ impl WalFlushHandler {
                     request,
                 } => {
                     self.wal_only.queue.extend(batches);
+                    self.wal_only.queued_puts += 1;
                     self.wal_only.requests.extend(request);
                     self.wal_only.queued_bytes += bytes;
                     if let Some(completion) = completion {
@@ -430,7 +433,11 @@ impl WalFlushHandler {
             }
             let range = BatchRange { start, end };
             let position = self
-                .append(&store.batches(range), &store.requests(range))
+                .append(
+                    &store.batches(range),
+                    &store.requests(range),
+                    store.puts(range),
+                )
                 .await?;
             let progress = &mut self.memtables[i].progress;
             progress.advance(end, position);
@@ -453,6 +460,7 @@ impl WalFlushHandler {
         &mut self,
         batches: &[RecordBatch],
         requests: &[PutRecord],
+        puts: u64,
     ) -> Result<WalPosition> {
         let started = Instant::now();
         let stats = self.feedback.stats.clone();
@@ -477,6 +485,7 @@ impl WalFlushHandler {
                 );
                 self.feedback.events.send(|| WriterEvent::WalAppend {
                     position: entry.position.get(),
+                    puts,
                     batches: entry.num_batches as u64,
                     rows: entry.num_rows as u64,
                     bytes: entry.bytes as u64,
@@ -493,8 +502,10 @@ impl WalFlushHandler {
     /// concurrent durable put see an empty queue and spuriously succeed).
     async fn append_wal_only(&mut self) -> Result<()> {
         let batches: Vec<_> = self.wal_only.queue.iter().cloned().collect();
-        self.append(&batches, &self.wal_only.requests.clone())
+        let requests = self.wal_only.requests.clone();
+        self.append(&batches, &requests, self.wal_only.queued_puts)
             .await?;
+        self.wal_only.queued_puts = 0;
         self.wal_only.queue.clear();
         self.wal_only.requests.clear();
         self.wal_only.appended += batches.len() as u64;
