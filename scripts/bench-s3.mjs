@@ -10,42 +10,19 @@
 // what S3 itself takes. A second server adds `--latency-ms` (default 20) to every request, a
 // stand-in for a real store's PUT latency: it shows what a durable ack and group commit do
 // when a PUT takes that long (see the README's "Running on S3").
-import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
-
-import { Field, Float64, Int32, Schema, Utf8, tableFromArrays } from 'apache-arrow'
 
 import { ShardWriter } from '../index.mjs'
+import { opt, root, schema, startS3Server, tables } from './s3-workload.mjs'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const opt = (name, dflt) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : dflt
-}
 const seconds = Number(opt('seconds', '5'))
 const rowsPerPut = Number(opt('rows', '10'))
 const out = opt('out', join(root, 'bench-s3.json'))
 const latencyMs = Number(opt('latency-ms', '20'))
 
-const schema = new Schema([
-  new Field('id', new Int32(), false),
-  new Field('value', new Float64(), false),
-  new Field('payload', new Utf8(), false),
-])
-let nextId = 0
-function table() {
-  const id = Int32Array.from({ length: rowsPerPut }, () => nextId++)
-  return tableFromArrays({
-    id,
-    value: Float64Array.from(id, (i) => i * 0.5),
-    payload: Array.from(id, (i) => `sensor-${i % 64} reading ${i}`),
-  })
-}
+const table = tables(rowsPerPut)
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
@@ -89,29 +66,13 @@ async function run(location, storage, concurrency) {
   }
 }
 
-function startServer(dir, latencyMs) {
-  const build = spawnSync('cargo', ['build', '--release', '-p', 'memwal-core', '--example', 's3_server', '--locked'], {
-    cwd: root,
-    stdio: 'inherit',
-  })
-  if (build.status !== 0) throw new Error('cannot build the S3 server')
-  const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target')
-  const child = spawn(join(target, 'release', 'examples', 's3_server'), [dir, '--latency-ms', String(latencyMs)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (l) => resolve({ child, info: JSON.parse(l) }))
-    child.once('exit', (c) => reject(new Error(`S3 server exited with ${c}`)))
-  })
-}
-
 const work = mkdtempSync(join(tmpdir(), 'memwal-bench-s3-'))
 const servers = []
 const results = []
 try {
   const stores = [{ name: 'local disk (fsync)', location: (c) => join(work, `local-${c}`) }]
   for (const ms of [0, latencyMs]) {
-    const server = await startServer(join(work, `s3-${ms}`), ms)
+    const server = await startS3Server(join(work, `s3-${ms}`), ms)
     servers.push(server)
     const { info } = server
     stores.push({

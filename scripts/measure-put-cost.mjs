@@ -9,41 +9,18 @@
 // PUT latency: group commit (puts per WAL entry) depends on it. Counted after a warm-up, so
 // the writer's open is not included; generation flushes and their manifest commits that fall
 // in the run are.
-import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
-
-import { Field, Float64, Int32, Schema, Utf8, tableFromArrays } from 'apache-arrow'
 
 import { ShardWriter } from '../index.mjs'
+import { opt, schema, startS3Server, tables } from './s3-workload.mjs'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-const args = process.argv.slice(2)
-const opt = (name, dflt) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : dflt
-}
 const puts = Number(opt('puts', '2000'))
 const rowsPerPut = Number(opt('rows', '10'))
 const latencyMs = Number(opt('latency-ms', '20'))
 
-const schema = new Schema([
-  new Field('id', new Int32(), false),
-  new Field('value', new Float64(), false),
-  new Field('payload', new Utf8(), false),
-])
-let nextId = 0
-function table() {
-  const id = Int32Array.from({ length: rowsPerPut }, () => nextId++)
-  return tableFromArrays({
-    id,
-    value: Float64Array.from(id, (i) => i * 0.5),
-    payload: Array.from(id, (i) => `sensor-${i % 64} reading ${i}`),
-  })
-}
+const table = tables(rowsPerPut)
 
 async function run(location, storage, concurrency) {
   const w = await ShardWriter.open(location, { schema, storage, maxWalFlushIntervalMs: null, gc: false })
@@ -76,22 +53,10 @@ async function run(location, storage, concurrency) {
   }
 }
 
-const build = spawnSync('cargo', ['build', '--release', '-p', 'memwal-core', '--example', 's3_server', '--locked'], {
-  cwd: root,
-  stdio: 'inherit',
-})
-if (build.status !== 0) throw new Error('cannot build the S3 server')
 const work = mkdtempSync(join(tmpdir(), 'memwal-put-cost-'))
-const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target')
-const child = spawn(join(target, 'release', 'examples', 's3_server'), [join(work, 's3'), '--latency-ms', String(latencyMs)], {
-  stdio: ['pipe', 'pipe', 'inherit'],
-})
+const { child, info } = await startS3Server(join(work, 's3'), latencyMs)
 const results = []
 try {
-  const info = await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (l) => resolve(JSON.parse(l)))
-    child.once('exit', (c) => reject(new Error(`S3 server exited with ${c}`)))
-  })
   for (const c of [1, 64]) results.push(await run(`s3://${info.bucket}/cost-${c}`, info.storage, c))
 } finally {
   child.stdin.end()

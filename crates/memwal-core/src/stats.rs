@@ -416,8 +416,8 @@ pub(crate) fn note_retry() {
 /// generation flush); outside any scope it runs uncounted.
 pub(crate) async fn nested<T>(
     op: Operation,
-    fut: impl Future<Output = crate::Result<T>>,
-) -> crate::Result<T> {
+    fut: impl Future<Output = crate::error::Result<T>>,
+) -> crate::error::Result<T> {
     match SCOPE.try_with(|s| s.recorder.clone()) {
         Ok(recorder) => recorder.scoped(op, fut).await.0,
         Err(_) => fut.await,
@@ -503,8 +503,8 @@ impl StatsRecorder {
     pub(crate) async fn scoped<T>(
         self: &Arc<Self>,
         op: Operation,
-        fut: impl Future<Output = crate::Result<T>>,
-    ) -> (crate::Result<T>, u64, u64) {
+        fut: impl Future<Output = crate::error::Result<T>>,
+    ) -> (crate::error::Result<T>, u64, u64) {
         let scope = Arc::new(Scope {
             op,
             recorder: self.clone(),
