@@ -26,7 +26,8 @@ const sum = (text, re) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1
 
 const results = []
 
-const cargo = await run('cargo', ['test', '--workspace', '--locked', '--color', 'never'])
+// --no-fail-fast: a failing test binary must not hide the tests of the binaries after it.
+const cargo = await run('cargo', ['test', '--workspace', '--locked', '--no-fail-fast', '--color', 'never'])
 {
   const passed = sum(cargo.text, /^test result: \w+\. (\d+) passed/gm)
   let failed = sum(cargo.text, /^test result: \w+\. \d+ passed; (\d+) failed/gm)

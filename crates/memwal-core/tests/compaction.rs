@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memwal_core::gc::{self, GcOptions};
-use memwal_core::{ShardReader, WriterConfig};
+use memwal_core::{FenceReason, ShardReader, WriterConfig, WriterEvent};
 use support::*;
 
 /// Every put fills a MemTable (one generation per put); compaction past 4 generations; no
@@ -245,5 +245,47 @@ async fn an_abandoned_compaction_loses_nothing_and_is_collected_later() {
             .unwrap();
         assert_eq!(report.generation_dirs_removed.len(), 1, "{report:?}");
         shard.close_and_assert_recovered(next, 0..6).await;
+    }
+}
+
+/// A successor claiming the shard while a compaction is about to commit fences the compaction's
+/// commit: the writer is fenced with the successor's claim (`PeerClaimedEpoch`, naming the
+/// holder), as for any other fenced write, not with a persistence failure.
+#[tokio::test]
+async fn a_compaction_overtaken_by_a_successor_fences_its_writer_with_the_claim() {
+    for (backend, shard) in each_backend() {
+        let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
+        let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = fences.clone();
+        w.on_event(Arc::new(move |e| {
+            if let WriterEvent::Fenced { error } = e {
+                kept.lock().unwrap().push(error);
+            }
+        }))
+        .unwrap();
+        let successor = shard
+            .open(small_generations().with(|c| c.compaction = false))
+            .await;
+        pause.release();
+        let fence = within_hang_guard("the compaction's fence", async {
+            loop {
+                if let Some(e) = fences.lock().unwrap().first().cloned() {
+                    return e;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        assert_eq!(
+            fence.fence_reason(),
+            Some(FenceReason::PeerClaimedEpoch),
+            "{}: {fence}",
+            backend.name
+        );
+        assert!(fence.holder().is_some(), "{fence}");
+        let e = w.put(vec![batch([5])]).await.unwrap_err();
+        assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
+        w.abort().await.unwrap_or_else(|_| ());
+        shard.close_and_assert_recovered(successor, 0..5).await;
     }
 }

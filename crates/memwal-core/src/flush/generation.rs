@@ -120,10 +120,13 @@ impl GenerationFlusher {
                     .await
             {
                 // Compaction is optional: a failed one leaves the generations as they were
-                // (its file is collected later), except that a commit whose sync failed may
-                // have left a version that is readable but not durable, which the next commit
-                // would build on (fsyncgate), and a fence is final.
-                if e.is_terminal() || crate::store::caused_by_sync_failure(&e) {
+                // (its file is collected later), except that a fence is final (and stays the
+                // fence it is, with its reason and holder, as for any other fenced write), and
+                // a commit whose sync failed may have left a version that is readable but not
+                // durable, which the next commit would build on (fsyncgate).
+                if e.is_terminal() {
+                    self.feedback.poison(e);
+                } else if crate::store::caused_by_sync_failure(&e) {
                     self.feedback.poison(Error::persistence_failure(
                         format!(
                             "compacting generations of shard {}: {e}; reopen to replay",
