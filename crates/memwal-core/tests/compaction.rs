@@ -285,7 +285,7 @@ async fn a_compaction_overtaken_by_a_successor_fences_its_writer_with_the_claim(
         assert!(fence.holder().is_some(), "{fence}");
         let e = w.put(vec![batch([5])]).await.unwrap_err();
         assert_eq!(e.fence_reason(), Some(FenceReason::PeerClaimedEpoch), "{e}");
-        w.abort().await.unwrap_or_else(|_| ());
+        w.abort().await.unwrap();
         shard.close_and_assert_recovered(successor, 0..5).await;
     }
 }
