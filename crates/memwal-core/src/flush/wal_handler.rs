@@ -318,7 +318,8 @@ impl WalFlushHandler {
     /// and how many of this round's durable puts it acknowledges; samples the put-to-durable
     /// latency of those puts. Once per round, so per-put cost stays a comparison or two.
     fn acknowledged(&mut self, waiters: &[Waiter]) -> Vec<Option<WalEntryCost>> {
-        let mut acks: Vec<Option<WalEntryCost>> = Vec::with_capacity(waiters.len());
+        // Each waiter's entry as an index into `round`, read only once every waiter is counted.
+        let mut entries: Vec<Option<usize>> = Vec::with_capacity(waiters.len());
         for w in waiters {
             let Waiter::Range {
                 covers,
@@ -326,11 +327,11 @@ impl WalFlushHandler {
                 ..
             } = w
             else {
-                acks.push(None);
+                entries.push(None);
                 continue;
             };
             let Some(position) = self.covered(covers) else {
-                acks.push(None);
+                entries.push(None);
                 continue;
             };
             let position = position.get();
@@ -346,19 +347,13 @@ impl WalFlushHandler {
             if put_started.is_some() {
                 self.round[i].puts += 1;
             }
-            acks.push(Some(self.round[i]));
-        }
-        // The counts are complete only now: every waiter sees its entry's final count.
-        for ack in acks.iter_mut().flatten() {
-            if let Some(e) = self.round.iter().find(|e| e.position == ack.position) {
-                *ack = *e;
-            }
+            entries.push(Some(i));
         }
         let now = Instant::now();
         self.feedback
             .stats
-            .record_put_to_durable(waiters.iter().zip(&acks).filter_map(|(w, ack)| {
-                match (w, ack) {
+            .record_put_to_durable(waiters.iter().zip(&entries).filter_map(|(w, entry)| {
+                match (w, entry) {
                     (
                         Waiter::Range {
                             put_started: Some(started),
@@ -369,7 +364,10 @@ impl WalFlushHandler {
                     _ => None,
                 }
             }));
-        acks
+        entries
+            .into_iter()
+            .map(|entry| entry.map(|i| self.round[i]))
+            .collect()
     }
 
     /// The position through which `covers` is durable, if it is.
