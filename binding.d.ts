@@ -76,15 +76,23 @@ export declare class NativeShardWriter {
   /** This handle's random writer id, recorded in the manifest as the shard's holder. */
   get writerId(): string
   /**
-   * The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
-   * `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
-   * on this thread and its ticket returned at once; a large one, or one that backpressure
-   * makes wait, returns a promise of its ticket. In durable mode the rows' durability is
-   * reported through the relay under `durableId`, whichever way the ticket came. With a
+   * The one put: inserts `data` (see `put_data.rs`; `keyCounts` go with an array of rows: one
+   * count per row, or one number for one row, which spares a typed array per put)
+   * as a put of the mode `flags` say ([`PUT_NO_WAIT`], else a put; the core checks what each
+   * mode allows). A small put is decoded and inserted on this thread: where its rows went is
+   * written into `out` (`[generation or NaN, first batch, end batch]`) and the call returns
+   * whether its durability will be relayed. A large one, or one that backpressure makes
+   * wait, returns a promise of its ticket instead. In durable mode the rows' durability is
+   * reported through the relay under `durableId`, whichever way the put went. With a
    * `requestId` the core answers a retry with the first put's result (`PutOptions`). With
-   * `cost`, the relay reports what the WAL entry that covered the put cost.
+   * [`PUT_COST`], the relay reports what the WAL entry that covered the put cost.
+   *
+   * Why `out` and positional arguments: a put is the one call made per event, and building
+   * a ticket object (three nested objects with named properties) or reading a wrapper's
+   * properties cost the JavaScript thread more than writing three numbers into an array the
+   * caller reuses.
    */
-  put(data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string, cost?: boolean): NativeWriteTicket | Promise<NativeWriteTicket>
+  put(data: object, keyCounts: number | Uint32Array | null, flags: number, durableId: number | null, requestId: string | null, out: Float64Array): boolean | Promise<NativeWriteTicket>
   /** True if puts resolve only once durable (`durableWrite`). */
   get durableWrite(): boolean
   /**
@@ -296,8 +304,8 @@ export interface NativeWalEntry {
 
 /**
  * Where a put's rows went, and whether their durability is reported through the writer's
- * relay (`relayDurable`) under the id the put was given. A plain object, not a class: every
- * put returns one, and a class instance with getters costs the JavaScript thread more.
+ * relay (`relayDurable`) under the id the put was given: what a put that could not insert at
+ * once (a large one, or one backpressure held) resolves with.
  */
 export interface NativeWriteTicket {
   /** Where the rows went. */

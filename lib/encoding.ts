@@ -63,12 +63,12 @@ export type { ColumnData }
  * schema (see `rows.rs`). `keyCounts` holds each row's number of enumerable keys, which the
  * binding compares with the fields it found to detect an unknown key: counted here with
  * `for...in` (a few nanoseconds a row), since Node-API can only list an object's keys into a
- * new array (hundreds).
+ * new array (hundreds). One row's count is a plain number.
  */
 export interface RowsData {
   kind: 'rows'
   rows: unknown[]
-  keyCounts: Uint32Array
+  keyCounts: Uint32Array | number
 }
 
 /** A put's data as the binding takes it: column buffers, IPC bytes, or rows. */
@@ -90,8 +90,16 @@ const isRecordBatch = (v: unknown): v is ArrowRecordBatch =>
  */
 const isRows = (data: unknown[]): boolean => data.length > 0 && !isRecordBatch(data[0])
 
-/** An array of rows for the binding, with each row's key count (see {@link RowsData}). */
+/**
+ * An array of rows for the binding, with each row's key count (see {@link RowsData}); the count
+ * of a lone row is a number, which spares the put a typed array.
+ */
 function rowsData(rows: unknown[]): RowsData {
+  if (rows.length === 1) {
+    let n = 0
+    for (const _ in rows[0] as object) n++
+    return { kind: 'rows', rows, keyCounts: n }
+  }
   const keyCounts = new Uint32Array(rows.length)
   for (let i = 0; i < rows.length; i++) {
     let n = 0

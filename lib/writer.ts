@@ -39,6 +39,10 @@ import type {
 } from './types.js'
 import { yieldIfDue } from './yield.js'
 
+/** Flags of the binding's `put` (`writer.rs`): a putNoWait; report the WAL entry's cost. */
+const PUT_NO_WAIT = 1
+const PUT_COST = 2
+
 /** A put's outcome: where its rows went, and (durable mode) the promise of their durability. */
 interface Submitted {
   result: WriteResult
@@ -70,6 +74,8 @@ export class ShardWriter {
   #closing: Promise<void> | undefined
   /** Listeners of this writer's events; the binding sends events only once one is added. */
   readonly #events = new EventEmitter()
+  /** Where the binding writes where a put's rows went (see `put` in `writer.rs`). */
+  readonly #out = new Float64Array(3)
   #subscribed = false
 
   private constructor(native: NativeShardWriter) {
@@ -296,21 +302,38 @@ export class ShardWriter {
     // Handled from the start: the relay may reject it before a deferred insert lets the caller
     // await it, and a caller of putNoWait may never await it.
     durable?.catch(() => undefined)
-    const done = (ticket: NativeWriteTicket): Submitted => {
-      if (id !== undefined && !ticket.relayed) cancelDurable(id)
-      return { result: ticket.result, durable: ticket.relayed ? durable : null }
-    }
-    const failed = (err: unknown): never => {
+    const flags = (mode === 'noWait' ? PUT_NO_WAIT : 0) | (cost ? PUT_COST : 0)
+    const out = this.#out
+    let inserted: boolean | Promise<NativeWriteTicket>
+    try {
+      inserted = callSync(() =>
+        e.kind === 'rows'
+          ? this.#native.put(e.rows, e.keyCounts, flags, id ?? null, requestId ?? null, out)
+          : this.#native.put(e, null, flags, id ?? null, requestId ?? null, out),
+      )
+    } catch (err) {
       if (id !== undefined) cancelDurable(id)
       throw err
     }
-    let ticket: NativeWriteTicket | Promise<NativeWriteTicket>
-    try {
-      ticket = callSync(() => (cost ? this.#native.put(e, mode, id, requestId, true) : this.#native.put(e, mode, id, requestId)))
-    } catch (err) {
-      return failed(err)
+    if (typeof inserted === 'boolean') {
+      // Read at once: the next put writes `out` again.
+      const result: WriteResult = {
+        generation: Number.isNaN(out[0]) ? null : out[0]!,
+        batchPositions: { start: out[1]!, end: out[2]! },
+      }
+      if (id !== undefined && !inserted) cancelDurable(id)
+      return { result, durable: inserted ? durable : null }
     }
-    return ticket instanceof Promise ? call(() => ticket).then(done, failed) : done(ticket)
+    return call(() => inserted).then(
+      (ticket: NativeWriteTicket): Submitted => {
+        if (id !== undefined && !ticket.relayed) cancelDurable(id)
+        return { result: ticket.result, durable: ticket.relayed ? durable : null }
+      },
+      (err: unknown): never => {
+        if (id !== undefined) cancelDurable(id)
+        throw err
+      },
+    )
   }
 
   /**

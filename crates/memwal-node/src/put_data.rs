@@ -4,8 +4,8 @@
 //! kind has: `{ kind: 'ipc', bytes }` (an Arrow IPC stream the caller passed) or `{ kind:
 //! 'columns', schema, batches, nodes, buffers, rows, columns }` (the column buffers of a Table
 //! or RecordBatches of any apache-arrow copy, see `columns.rs`, with the schema described as
-//! in `schema.rs`), or `{ kind: 'rows', rows, keyCounts }` (plain objects and each one's key
-//! count, see `rows.rs`). Rows are converted as they are read, on the JavaScript thread, since
+//! in `schema.rs`), or the array of plain-object rows itself, with each row's key count beside it
+//! (see `rows.rs`: a put of rows, the most frequent kind, reads no property of a wrapper). Rows are converted as they are read, on the JavaScript thread, since
 //! their values cannot be read anywhere else; the other kinds are decoded by [`PutDecoder`],
 //! off the JavaScript thread when they are large. A new input is one more kind here, not
 //! another put method.
@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array, Uint32Array};
+use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array};
 
 use crate::error::invalid;
 use crate::rows::RowReader;
@@ -49,8 +49,21 @@ fn field<T: napi::bindgen_prelude::FromNapiValue>(
 }
 
 impl PutData {
-    /// Reads the object `lib/encoding.ts` built; `rows` converts rows.
-    pub fn from_object(o: &Object, rows: &RowReader) -> napi::Result<PutData> {
+    /// Reads what `lib/encoding.ts` built: an array is rows (`key_counts` are theirs), which
+    /// `rows` converts; anything else is an object with a `kind`.
+    pub fn from_object(
+        o: &Object,
+        key_counts: Option<&[u32]>,
+        rows: &RowReader,
+    ) -> napi::Result<PutData> {
+        if o.is_array()? {
+            let value = o.value();
+            return Ok(PutData::Rows(rows.read(
+                value.env,
+                value.value,
+                key_counts,
+            )?));
+        }
         let kind: String = field(o, "?", "kind")?;
         match kind.as_str() {
             "ipc" => Ok(PutData::Ipc {
@@ -64,15 +77,8 @@ impl PutData {
                 rows: field(o, "columns", "rows")?,
                 columns: field(o, "columns", "columns")?,
             }),
-            "rows" => {
-                let array: Object = field(o, "rows", "rows")?;
-                let key_counts: Option<Uint32Array> = o.get("keyCounts")?;
-                let value = array.value();
-                let batch = rows.read(value.env, value.value, key_counts.as_deref())?;
-                Ok(PutData::Rows(batch))
-            }
             other => Err(invalid(format!(
-                "put data has unknown kind '{other}'; expected 'ipc', 'columns' or 'rows'"
+                "put data has unknown kind '{other}'; expected 'ipc' or 'columns' (or an array of rows)"
             ))),
         }
     }

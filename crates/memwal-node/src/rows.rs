@@ -39,7 +39,7 @@ use napi::sys;
 
 use crate::error::invalid;
 use column::Options;
-use js_value::{Js, Threw, Value};
+use js_value::{Js, KeyCache, Threw, Value};
 use object::ObjectFields;
 
 /// Rows in the handle scope opened around them: a scope per row would cost two Node-API calls
@@ -50,6 +50,7 @@ const ROWS_PER_SCOPE: u32 = 64;
 pub struct RowReader {
     schema: SchemaRef,
     options: Options,
+    keys: KeyCache,
 }
 
 impl RowReader {
@@ -61,14 +62,16 @@ impl RowReader {
             options: Options {
                 ignore_unknown_fields,
             },
+            keys: KeyCache::default(),
         }
     }
 
     /// The batch of the rows in `rows`, a JavaScript array of plain objects, read in `env`
     /// (the environment of the Node-API call in progress, on its thread). `key_counts`, if
     /// the caller counted each row's enumerable keys (`lib/encoding.ts` does, with `for...in`,
-    /// far cheaper than asking Node-API per row), spares the unknown-key check that call; a
-    /// count that does not match the rows is ignored.
+    /// far cheaper than asking Node-API per row), spares the unknown-key check that call: row
+    /// `i`'s count is `key_counts[i]` (the caller may pass a longer array it reuses); counts
+    /// shorter than the rows are ignored.
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for an empty array, an element that is not a plain object, a value
@@ -80,7 +83,7 @@ impl RowReader {
         rows: sys::napi_value,
         key_counts: Option<&[u32]>,
     ) -> napi::Result<RecordBatch> {
-        let js = &mut Js::new(env).map_err(threw)?;
+        let js = &mut Js::new(env, &self.keys).map_err(threw)?;
         let rows = js.value(rows).map_err(threw)?;
         let len = match js.array_len(rows).map_err(threw)? {
             Some(0) => {
@@ -91,7 +94,7 @@ impl RowReader {
             Some(len) => len,
             None => return Err(invalid("put data of kind 'rows' needs an array of rows")),
         };
-        let key_counts = key_counts.filter(|c| c.len() == len as usize);
+        let key_counts = key_counts.filter(|c| c.len() >= len as usize);
         let mut fields = ObjectFields::new(js, self.schema.fields(), len as usize, self.options)
             .map_err(|e| invalid(e.message()))?;
         let mut start = 0;

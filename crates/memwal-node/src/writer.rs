@@ -8,7 +8,9 @@ use memwal_core::{
     DurableWatcher, PutMode, PutOptions, RequestId, ShardWriter, Submitted, WriteResult,
 };
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, Either, Function, Object, PromiseRaw, Uint8Array};
+use napi::bindgen_prelude::{
+    Buffer, Either, Float64ArraySlice, Function, Object, PromiseRaw, Uint8Array,
+};
 use napi_derive::napi;
 
 use crate::convert::{
@@ -39,8 +41,8 @@ pub struct NativeShardWriter {
 }
 
 /// Where a put's rows went, and whether their durability is reported through the writer's
-/// relay (`relayDurable`) under the id the put was given. A plain object, not a class: every
-/// put returns one, and a class instance with getters costs the JavaScript thread more.
+/// relay (`relayDurable`) under the id the put was given: what a put that could not insert at
+/// once (a large one, or one backpressure held) resolves with.
 #[napi(object, object_from_js = false, js_name = "NativeWriteTicket")]
 pub struct NativeWriteTicket {
     /// Where the rows went.
@@ -49,18 +51,21 @@ pub struct NativeWriteTicket {
     pub relayed: bool,
 }
 
-fn ticket(
+/// `put` flag: a `putNoWait` (else a `put`).
+const PUT_NO_WAIT: u32 = 1;
+/// `put` flag: relay the cost of the WAL entry that covers the put.
+const PUT_COST: u32 = 2;
+
+/// Hands a durable put's watcher to the relay, under the put's id; true if its durability will
+/// be relayed (false for a put with nothing to wait for).
+fn watch(
     relay: Option<&DurableRelay>,
     durable_id: Option<f64>,
     cost: bool,
-    result: WriteResult,
     watcher: Option<DurableWatcher>,
-) -> napi::Result<NativeWriteTicket> {
+) -> napi::Result<bool> {
     let Some(watcher) = watcher else {
-        return Ok(NativeWriteTicket {
-            result: result.into(),
-            relayed: false,
-        });
+        return Ok(false);
     };
     let (Some(relay), Some(id)) = (relay, durable_id) else {
         return Err(invalid(
@@ -72,9 +77,19 @@ fn ticket(
             "[memwal:CLOSED] the writer's durability relay has stopped (the JavaScript environment is shutting down); the put's rows may or may not become durable",
         ));
     }
+    Ok(true)
+}
+
+fn ticket(
+    relay: Option<&DurableRelay>,
+    durable_id: Option<f64>,
+    cost: bool,
+    result: WriteResult,
+    watcher: Option<DurableWatcher>,
+) -> napi::Result<NativeWriteTicket> {
     Ok(NativeWriteTicket {
+        relayed: watch(relay, durable_id, cost, watcher)?,
         result: result.into(),
-        relayed: true,
     })
 }
 
@@ -132,48 +147,74 @@ impl NativeShardWriter {
         self.inner.writer_id().to_string()
     }
 
-    /// The one put: inserts `data` (see `put_data.rs`) as a put of `mode` (`'put'` or
-    /// `'noWait'`; the core checks what each mode allows). A small put is decoded and inserted
-    /// on this thread and its ticket returned at once; a large one, or one that backpressure
-    /// makes wait, returns a promise of its ticket. In durable mode the rows' durability is
-    /// reported through the relay under `durableId`, whichever way the ticket came. With a
+    /// The one put: inserts `data` (see `put_data.rs`; `keyCounts` go with an array of rows: one
+    /// count per row, or one number for one row, which spares a typed array per put)
+    /// as a put of the mode `flags` say ([`PUT_NO_WAIT`], else a put; the core checks what each
+    /// mode allows). A small put is decoded and inserted on this thread: where its rows went is
+    /// written into `out` (`[generation or NaN, first batch, end batch]`) and the call returns
+    /// whether its durability will be relayed. A large one, or one that backpressure makes
+    /// wait, returns a promise of its ticket instead. In durable mode the rows' durability is
+    /// reported through the relay under `durableId`, whichever way the put went. With a
     /// `requestId` the core answers a retry with the first put's result (`PutOptions`). With
-    /// `cost`, the relay reports what the WAL entry that covered the put cost.
+    /// [`PUT_COST`], the relay reports what the WAL entry that covered the put cost.
+    ///
+    /// Why `out` and positional arguments: a put is the one call made per event, and building
+    /// a ticket object (three nested objects with named properties) or reading a wrapper's
+    /// properties cost the JavaScript thread more than writing three numbers into an array the
+    /// caller reuses.
     #[napi(
         catch_unwind,
-        ts_args_type = "data: { kind: 'ipc' | 'columns' | 'rows' }, mode: 'put' | 'noWait', durableId?: number, requestId?: string, cost?: boolean",
-        ts_return_type = "NativeWriteTicket | Promise<NativeWriteTicket>"
+        ts_args_type = "data: object, keyCounts: number | Uint32Array | null, flags: number, durableId: number | null, requestId: string | null, out: Float64Array",
+        ts_return_type = "boolean | Promise<NativeWriteTicket>"
     )]
+    #[allow(clippy::too_many_arguments)]
     pub fn put<'env>(
         &self,
         env: &'env Env,
         data: Object<'env>,
-        mode: String,
+        key_counts: Option<Either<u32, &[u32]>>,
+        flags: u32,
         durable_id: Option<f64>,
         request_id: Option<String>,
-        cost: Option<bool>,
-    ) -> napi::Result<Either<NativeWriteTicket, PromiseRaw<'env, NativeWriteTicket>>> {
-        let cost = cost.unwrap_or(false);
-        let mode = match mode.as_str() {
-            "put" => PutMode::Put,
-            "noWait" => PutMode::NoWait,
-            other => return Err(invalid(format!("unknown put mode '{other}'"))),
+        mut out: Float64ArraySlice<'env>,
+    ) -> napi::Result<Either<bool, PromiseRaw<'env, NativeWriteTicket>>> {
+        let cost = flags & PUT_COST != 0;
+        let mode = if flags & PUT_NO_WAIT != 0 {
+            PutMode::NoWait
+        } else {
+            PutMode::Put
         };
+        if out.len() < 3 {
+            return Err(invalid("put: out must have room for three numbers"));
+        }
         let options = PutOptions {
             request_id: request_id.map(RequestId::new).transpose().napi()?,
         };
-        let data = PutData::from_object(&data, &self.rows)?;
+        let one_row;
+        let key_counts = match key_counts {
+            Some(Either::A(n)) => {
+                one_row = [n];
+                Some(&one_row[..])
+            }
+            Some(Either::B(counts)) => Some(counts),
+            None => None,
+        };
+        let data = PutData::from_object(&data, key_counts, &self.rows)?;
         let relay = self.relay.get().cloned();
         if data.byte_len() <= SYNC_INSERT_LIMIT {
             let batches = self.decoder.decode(data)?;
             return match self.inner.submit(batches, mode, options).napi()? {
-                Submitted::Inserted(result, watcher) => Ok(Either::A(ticket(
-                    relay.as_ref(),
-                    durable_id,
-                    cost,
-                    result,
-                    watcher,
-                )?)),
+                Submitted::Inserted(result, watcher) => {
+                    // SAFETY: no other view of `out` is alive: the rows (whose getters may run
+                    // JavaScript, even another put) are read, and nothing below calls into
+                    // JavaScript.
+                    let out = unsafe { out.as_mut() };
+                    out[0] = result.generation.map_or(f64::NAN, |g| g as f64);
+                    out[1] = result.batch_positions.start as f64;
+                    out[2] = result.batch_positions.end as f64;
+                    let relayed = watch(relay.as_ref(), durable_id, cost, watcher)?;
+                    Ok(Either::A(relayed))
+                }
                 Submitted::Blocked(blocked) => Ok(Either::B(env.spawn_future(async move {
                     let (result, watcher) = blocked.inserted().await.napi()?;
                     ticket(relay.as_ref(), durable_id, cost, result, watcher)

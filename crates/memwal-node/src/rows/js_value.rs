@@ -12,8 +12,10 @@
 //! valid for the whole put; a row's values die with its scope.
 
 use std::any::TypeId;
+use std::collections::HashMap;
 use std::ffi::c_char;
 use std::ptr;
+use std::sync::{Mutex, MutexGuard};
 
 use napi::sys;
 
@@ -175,13 +177,55 @@ impl TypedArray {
     }
 }
 
+/// What every put of a writer reads with: `Object.prototype` and the property keys of the
+/// schema's fields, made once in the writer's environment instead of once per put (a key string
+/// made per put costs an allocation and a string-table lookup every time V8 meets it as a
+/// property name). They live in one JavaScript array, `[Object.prototype, key, ...]`, held by a
+/// reference; the map gives each key's index. Made on a writer's first put of rows.
+///
+/// A writer belongs to the one environment that opened it, so the array is valid in every call
+/// that reads rows for it; the reference is deleted when the writer is dropped (its finalizer
+/// runs on that environment's thread).
+///
+/// A mutex, not a `RefCell`, only so that a writer can be built off the JavaScript thread
+/// (empty) and moved to it; every lock is taken on the JavaScript thread, uncontended.
+#[derive(Default)]
+pub struct KeyCache(Mutex<Option<Keys>>);
+
+impl KeyCache {
+    fn lock(&self) -> MutexGuard<'_, Option<Keys>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+struct Keys {
+    env: sys::napi_env,
+    array: sys::napi_ref,
+    len: u32,
+    index: HashMap<String, u32>,
+}
+
+// SAFETY: the handles are used only in calls on the thread of the environment that made them
+// (`Js::new` takes the environment of the call in progress), and deleted on it (`Drop`).
+unsafe impl Send for Keys {}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        // SAFETY: dropped with its writer, on the thread of the environment that made it.
+        unsafe { sys::napi_delete_reference(self.env, self.array) };
+    }
+}
+
 /// Reads JavaScript values in one Node-API environment, on its thread, during one call.
-pub struct Js {
+pub struct Js<'c> {
     env: sys::napi_env,
     /// Where strings are copied; reused across values.
     text: Vec<u8>,
     /// `Object.prototype`, which plain objects have as their prototype.
     object_prototype: sys::napi_value,
+    /// The writer's keys, and their array in this call.
+    keys: &'c KeyCache,
+    key_array: sys::napi_value,
 }
 
 /// Open handle scope; closes on drop.
@@ -197,18 +241,49 @@ impl Drop for Scope {
     }
 }
 
-impl Js {
-    /// A reader for `env`, which must be the environment of the Node-API call in progress.
-    pub fn new(env: sys::napi_env) -> Result<Js, Threw> {
+impl<'c> Js<'c> {
+    /// A reader for `env`, which must be the environment of the Node-API call in progress and
+    /// the one every earlier use of `keys` was made in.
+    pub fn new(env: sys::napi_env, keys: &'c KeyCache) -> Result<Js<'c>, Threw> {
         let mut js = Js {
             env,
             text: Vec::with_capacity(TEXT_GUESS),
             object_prototype: ptr::null_mut(),
+            keys,
+            key_array: ptr::null_mut(),
         };
-        let mut object = ptr::null_mut();
-        js.check(unsafe { sys::napi_create_object(env, &mut object) })?;
-        js.object_prototype = js.prototype(object)?;
+        let mut cache = keys.lock();
+        let mut key_array = ptr::null_mut();
+        match cache.as_ref() {
+            Some(k) => {
+                js.check(unsafe { sys::napi_get_reference_value(env, k.array, &mut key_array) })?;
+            }
+            None => {
+                let mut object = ptr::null_mut();
+                js.check(unsafe { sys::napi_create_object(env, &mut object) })?;
+                let prototype = js.prototype(object)?;
+                js.check(unsafe { sys::napi_create_array(env, &mut key_array) })?;
+                js.check(unsafe { sys::napi_set_element(env, key_array, 0, prototype) })?;
+                let mut array = ptr::null_mut();
+                js.check(unsafe { sys::napi_create_reference(env, key_array, 1, &mut array) })?;
+                *cache = Some(Keys {
+                    env,
+                    array,
+                    len: 1,
+                    index: HashMap::new(),
+                });
+            }
+        }
+        drop(cache);
+        js.key_array = key_array;
+        js.object_prototype = js.element_raw(key_array, 0)?;
         Ok(js)
+    }
+
+    fn element_raw(&self, array: sys::napi_value, i: u32) -> Result<sys::napi_value, Threw> {
+        let mut v = ptr::null_mut();
+        self.check(unsafe { sys::napi_get_element(self.env, array, i, &mut v) })?;
+        Ok(v)
     }
 
     /// `Ok` for `napi_ok`; otherwise the pending exception (cleared) or the failed status.
@@ -284,8 +359,22 @@ impl Js {
         Ok(Value { raw, ty })
     }
 
-    /// A string to use as a property key.
+    /// A string to use as a property key: the writer's (see [`KeyCache`]), made the first
+    /// time a name is asked for.
     pub fn key(&self, name: &str) -> Result<sys::napi_value, Threw> {
+        let mut cache = self.keys.lock();
+        let keys = cache.as_mut().expect("Js::new made the cache");
+        if let Some(&i) = keys.index.get(name) {
+            return self.element_raw(self.key_array, i);
+        }
+        let key = self.new_key(name)?;
+        self.check(unsafe { sys::napi_set_element(self.env, self.key_array, keys.len, key) })?;
+        keys.index.insert(name.to_owned(), keys.len);
+        keys.len += 1;
+        Ok(key)
+    }
+
+    fn new_key(&self, name: &str) -> Result<sys::napi_value, Threw> {
         let mut key = ptr::null_mut();
         self.check(unsafe {
             sys::napi_create_string_utf8(
