@@ -241,10 +241,18 @@ export class ShardWriter {
    * const again = await writer.put(rows, { requestId }) // deep-equals `first`
    * ```
    */
-  async put(data: PutData, options: PutOptions & { cost: true }): Promise<CostedWriteResult>
-  async put(data: PutData, options?: PutOptions): Promise<WriteResult>
-  async put(data: PutData, options?: PutOptions): Promise<WriteResult | CostedWriteResult> {
-    const { requestId, deadline, cost } = putOptionsOf(options)
+  put(data: PutData, options: PutOptions & { cost: true }): Promise<CostedWriteResult>
+  put(data: PutData, options?: PutOptions): Promise<WriteResult>
+  // Not `async`: the promise of #put is returned as it is, where an async wrapper would add a
+  // promise and two microtask turns to every put. Bad options still reject, never throw.
+  put(data: PutData, options?: PutOptions): Promise<WriteResult | CostedWriteResult> {
+    let parsed: ReturnType<typeof putOptionsOf>
+    try {
+      parsed = putOptionsOf(options)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    const { requestId, deadline, cost } = parsed
     if (deadline !== undefined) {
       return withDeadline('put', deadline, () => this.#put(data, requestId, cost === true))
     }
