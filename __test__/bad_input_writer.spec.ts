@@ -202,3 +202,24 @@ test('MemTable-only methods of a WAL-only writer are INVALID_ARGUMENT', async (t
   }
   await w.close()
 })
+
+test('put with bad options returns a rejected promise (it never throws) with INVALID_ARGUMENT, and writes nothing', async (t) => {
+  const store = ObjectStore.memory()
+  const shardId = await seed(store)
+  const w = await ShardWriter.open(store, { schema, shardId })
+  const bad: Array<[string, unknown]> = [
+    ['unknown option', { timeoutMs: 5 }],
+    ['requestId of the wrong type', { requestId: 7 }],
+    ['options that are not an object', 'fast'],
+  ]
+  for (const [what, options] of bad) {
+    let pending: Promise<unknown> | undefined
+    t.notThrows(() => {
+      pending = w.put(rows([9]), options as never)
+    }, `${what}: put must not throw synchronously`)
+    await t.throwsAsync(pending!, { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT' }, what)
+  }
+  t.is(w.stats().putCount, 0, 'no put was written')
+  await w.close()
+  await assertIntact(t, store, shardId)
+})
