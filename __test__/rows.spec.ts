@@ -360,6 +360,59 @@ test('a known key set to undefined is a null, not an unknown key', async (t) => 
   t.deepEqual(values(table, 'name'), [null])
 })
 
+test('a row whose getter puts to the same writer: both puts land with their own values, and later puts still read keys right', async (t) => {
+  // The binding keeps the writer's field keys between puts; a put made while another reads its
+  // rows must neither wait for it nor share its half-made keys.
+  const schema = new Schema([f('id', new Int32(), false), f('name', new Utf8()), f('meta', new Struct([f('a', new Int32())]))])
+  const w = await ShardWriter.open(memoryLocation(), { schema, durableWrite: false })
+  let inner: Promise<unknown> | undefined
+  const row = {
+    id: 1,
+    get name() {
+      inner = w.put([{ id: 2, name: 'inner', meta: { a: 20 } }])
+      return 'outer'
+    },
+    meta: { a: 10 },
+  }
+  await w.put([row])
+  await inner
+  await w.put([{ id: 3, name: 'after', meta: { a: 30 } }])
+  const table = await w.scan()
+  await w.close()
+  const byId = new Map(Array.from(table, (r) => [r.id, [r.name, plain(r.meta)]]))
+  t.deepEqual(Object.fromEntries(byId), { 1: ['outer', { a: 10 }], 2: ['inner', { a: 20 }], 3: ['after', { a: 30 }] })
+})
+
+test('an Array.prototype setter does not run while the binding makes its keys, and the keys stay right', async (t) => {
+  // Pathological, but the binding keeps a writer's field keys in an array: a plain set of an
+  // element would call a setter that Array.prototype has for that index (user code in the
+  // middle of a put, here one that puts again) and leave the key undefined (a field read as
+  // null). The binding defines its elements instead.
+  const schema = new Schema([f('id', new Int32(), false), f('name', new Utf8())])
+  const w = await ShardWriter.open(memoryLocation(), { schema, durableWrite: false })
+  let inner: Promise<unknown> | undefined
+  let backing: unknown
+  Object.defineProperty(Array.prototype, '2', {
+    configurable: true,
+    get: () => backing,
+    set(v: unknown) {
+      backing = v
+      inner ??= w.put([{ id: 2, name: 'inner' }])
+    },
+  })
+  try {
+    await w.put([{ id: 1, name: 'outer' }])
+  } finally {
+    delete (Array.prototype as unknown as Record<string, unknown>)['2']
+  }
+  await inner
+  await w.put([{ id: 3, name: 'after' }])
+  const table = await w.scan()
+  await w.close()
+  t.is(inner, undefined, 'no setter ran during the put')
+  t.deepEqual(Object.fromEntries(Array.from(table, (r) => [r.id, r.name])), { 1: 'outer', 3: 'after' })
+})
+
 test('a put of 1,000 rows is one batch, in order, through put and putNoWait', async (t) => {
   const schema = new Schema([f('id', new Int32(), false), f('name', new Utf8())])
   const w = await ShardWriter.open(memoryLocation(), { schema, durableWrite: false })

@@ -12,10 +12,11 @@
 //! valid for the whole put; a row's values die with its scope.
 
 use std::any::TypeId;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use napi::sys;
 
@@ -185,18 +186,14 @@ impl TypedArray {
 ///
 /// A writer belongs to the one environment that opened it, so the array is valid in every call
 /// that reads rows for it; the reference is deleted when the writer is dropped (its finalizer
-/// runs on that environment's thread).
+/// runs on that environment's thread). A call holds the cache for as long as it reads; a put
+/// made from inside another (a getter of a row that puts) finds it taken and makes its own
+/// keys, so the two never share a half-made entry and never wait for each other.
 ///
 /// A mutex, not a `RefCell`, only so that a writer can be built off the JavaScript thread
-/// (empty) and moved to it; every lock is taken on the JavaScript thread, uncontended.
+/// (empty) and moved to it; it is only ever taken on the JavaScript thread, with `try_lock`.
 #[derive(Default)]
 pub struct KeyCache(Mutex<Option<Keys>>);
-
-impl KeyCache {
-    fn lock(&self) -> MutexGuard<'_, Option<Keys>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 struct Keys {
     env: sys::napi_env,
@@ -223,8 +220,9 @@ pub struct Js<'c> {
     text: Vec<u8>,
     /// `Object.prototype`, which plain objects have as their prototype.
     object_prototype: sys::napi_value,
-    /// The writer's keys, and their array in this call.
-    keys: &'c KeyCache,
+    /// The writer's keys, held for this call (`None` if another call holds them), and their
+    /// array.
+    keys: RefCell<Option<MutexGuard<'c, Option<Keys>>>>,
     key_array: sys::napi_value,
 }
 
@@ -249,10 +247,19 @@ impl<'c> Js<'c> {
             env,
             text: Vec::with_capacity(TEXT_GUESS),
             object_prototype: ptr::null_mut(),
-            keys,
+            keys: RefCell::new(None),
             key_array: ptr::null_mut(),
         };
-        let mut cache = keys.lock();
+        let mut cache = match keys.0.try_lock() {
+            Ok(cache) => cache,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                let mut object = ptr::null_mut();
+                js.check(unsafe { sys::napi_create_object(env, &mut object) })?;
+                js.object_prototype = js.prototype(object)?;
+                return Ok(js);
+            }
+        };
         let mut key_array = ptr::null_mut();
         match cache.as_ref() {
             Some(k) => {
@@ -263,7 +270,7 @@ impl<'c> Js<'c> {
                 js.check(unsafe { sys::napi_create_object(env, &mut object) })?;
                 let prototype = js.prototype(object)?;
                 js.check(unsafe { sys::napi_create_array(env, &mut key_array) })?;
-                js.check(unsafe { sys::napi_set_element(env, key_array, 0, prototype) })?;
+                js.define_element(key_array, 0, prototype)?;
                 let mut array = ptr::null_mut();
                 js.check(unsafe { sys::napi_create_reference(env, key_array, 1, &mut array) })?;
                 *cache = Some(Keys {
@@ -274,10 +281,41 @@ impl<'c> Js<'c> {
                 });
             }
         }
-        drop(cache);
         js.key_array = key_array;
         js.object_prototype = js.element_raw(key_array, 0)?;
+        js.keys = RefCell::new(Some(cache));
         Ok(js)
+    }
+
+    /// Defines `array[i] = value` as its own element, never calling a setter (a plain set would
+    /// call one that `Array.prototype` has for index `i`, and leave the element undefined).
+    fn define_element(
+        &self,
+        array: sys::napi_value,
+        i: u32,
+        value: sys::napi_value,
+    ) -> Result<(), Threw> {
+        let index = i.to_string();
+        let mut name = ptr::null_mut();
+        self.check(unsafe {
+            sys::napi_create_string_utf8(
+                self.env,
+                index.as_ptr().cast::<c_char>(),
+                index.len() as isize,
+                &mut name,
+            )
+        })?;
+        let property = sys::napi_property_descriptor {
+            utf8name: ptr::null(),
+            name,
+            method: None,
+            getter: None,
+            setter: None,
+            value,
+            attributes: sys::PropertyAttributes::default,
+            data: ptr::null_mut(),
+        };
+        self.check(unsafe { sys::napi_define_properties(self.env, array, 1, &property) })
     }
 
     fn element_raw(&self, array: sys::napi_value, i: u32) -> Result<sys::napi_value, Threw> {
@@ -362,13 +400,15 @@ impl<'c> Js<'c> {
     /// A string to use as a property key: the writer's (see [`KeyCache`]), made the first
     /// time a name is asked for.
     pub fn key(&self, name: &str) -> Result<sys::napi_value, Threw> {
-        let mut cache = self.keys.lock();
-        let keys = cache.as_mut().expect("Js::new made the cache");
+        let mut held = self.keys.borrow_mut();
+        let Some(keys) = held.as_mut().and_then(|cache| cache.as_mut()) else {
+            return self.new_key(name);
+        };
         if let Some(&i) = keys.index.get(name) {
             return self.element_raw(self.key_array, i);
         }
         let key = self.new_key(name)?;
-        self.check(unsafe { sys::napi_set_element(self.env, self.key_array, keys.len, key) })?;
+        self.define_element(self.key_array, keys.len, key)?;
         keys.index.insert(name.to_owned(), keys.len);
         keys.len += 1;
         Ok(key)
