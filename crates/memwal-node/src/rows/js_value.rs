@@ -295,16 +295,7 @@ impl<'c> Js<'c> {
         i: u32,
         value: sys::napi_value,
     ) -> Result<(), Threw> {
-        let index = i.to_string();
-        let mut name = ptr::null_mut();
-        self.check(unsafe {
-            sys::napi_create_string_utf8(
-                self.env,
-                index.as_ptr().cast::<c_char>(),
-                index.len() as isize,
-                &mut name,
-            )
-        })?;
+        let name = self.new_key(&i.to_string())?;
         let property = sys::napi_property_descriptor {
             utf8name: ptr::null(),
             name,

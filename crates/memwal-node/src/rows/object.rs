@@ -1,6 +1,6 @@
 //! Plain objects read field by field: each row, and each value of a `Struct` field.
 //!
-//! [`ObjectFields`] reads one object into one column per field, by keys made once per put, and
+//! [`ObjectFields`] reads one object into one column per field, by keys made once per writer, and
 //! checks for keys that are not fields. That check must stay cheap on the happy path: it
 //! compares the object's number of keys with the fields that had a value, and only when there
 //! are more keys than that does it list them to find the unknown one (or learn that a field was
