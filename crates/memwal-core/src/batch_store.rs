@@ -31,8 +31,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, OffsetSizeTrait, RecordBatch};
 use arrow_data::ArrayData;
+use arrow_schema::DataType;
 
 use crate::config::MAX_MEMTABLE_BATCHES_LIMIT;
 use crate::request_id::PutRecord;
@@ -53,6 +55,26 @@ pub struct StoredBatch {
     pub requests: Vec<PutRecord>,
     /// Appends (puts) that ended at or before this batch in this store.
     pub puts_through: u64,
+}
+
+/// A batch with its [`estimated_batch_bytes`], measured once: by a put before it takes the
+/// writer's lock, then kept in the batch's slot.
+#[derive(Debug, Clone)]
+pub struct SizedBatch {
+    /// The batch.
+    pub batch: RecordBatch,
+    /// Its estimated in-memory size.
+    pub estimated_bytes: u64,
+}
+
+impl SizedBatch {
+    /// `batch`, measured.
+    pub fn new(batch: RecordBatch) -> SizedBatch {
+        SizedBatch {
+            estimated_bytes: estimated_batch_bytes(&batch),
+            batch,
+        }
+    }
 }
 
 /// The append would exceed the store's capacity; nothing was appended.
@@ -78,23 +100,58 @@ const BATCH_OVERHEAD: u64 = 64;
 /// columns holds about 100 bytes of data in about 1.3 KiB of heap, and without it a MemTable of
 /// 1-row puts would hold ten times `max_memtable_size`.
 pub fn estimated_batch_bytes(batch: &RecordBatch) -> u64 {
-    fn buffers(data: &ArrayData) -> u64 {
-        let own = data.buffers().len() + usize::from(data.nulls().is_some());
-        own as u64 + data.child_data().iter().map(buffers).sum::<u64>()
-    }
     BATCH_OVERHEAD
         + batch
             .columns()
             .iter()
             .map(|c| {
-                let data = c.to_data();
-                let whole = c.get_array_memory_size();
-                let window = data.get_slice_memory_size().unwrap_or(whole);
+                let (window, buffers) = flat_window(c.as_ref()).unwrap_or_else(|| {
+                    let data = c.to_data();
+                    let window = data
+                        .get_slice_memory_size()
+                        .unwrap_or_else(|_| c.get_array_memory_size());
+                    (window, data_buffers(&data))
+                });
                 // The array structs (the typed array behind its `Arc`, and its children's).
-                let structs = whole.saturating_sub(c.get_buffer_memory_size());
-                (window + structs) as u64 + buffers(&data) * BUFFER_OVERHEAD
+                let structs = c
+                    .get_array_memory_size()
+                    .saturating_sub(c.get_buffer_memory_size());
+                (window + structs) as u64 + buffers as u64 * BUFFER_OVERHEAD
             })
             .sum::<u64>()
+}
+
+/// Buffers of `data` and its children, the null buffers included.
+fn data_buffers(data: &ArrayData) -> usize {
+    let own = data.buffers().len() + usize::from(data.nulls().is_some());
+    own + data.child_data().iter().map(data_buffers).sum::<usize>()
+}
+
+/// For an array without children (numbers, times, booleans, strings, binaries): its window's
+/// bytes and its buffers, exactly what `ArrayData::get_slice_memory_size` and
+/// [`data_buffers`] give, read off the typed array. Building the `ArrayData` clones the type
+/// and every buffer handle, which was most of the estimate of a put's small batch, and every
+/// put is estimated. `None` for other arrays.
+fn flat_window(c: &dyn Array) -> Option<(usize, usize)> {
+    fn var_width<O: OffsetSizeTrait>(offsets: &[O], len: usize) -> usize {
+        let window = offsets[len].as_usize() - offsets[0].as_usize();
+        // `len + 1` offsets: one boundary per value and the end of the last one.
+        (len + 1) * size_of::<O>() + window
+    }
+    let len = c.len();
+    let (bytes, buffers) = match c.data_type() {
+        DataType::Boolean => (len.div_ceil(8), 1),
+        DataType::Utf8 => (var_width(c.as_string::<i32>().value_offsets(), len), 2),
+        DataType::LargeUtf8 => (var_width(c.as_string::<i64>().value_offsets(), len), 2),
+        DataType::Binary => (var_width(c.as_binary::<i32>().value_offsets(), len), 2),
+        DataType::LargeBinary => (var_width(c.as_binary::<i64>().value_offsets(), len), 2),
+        other => (len * other.primitive_width()?, 1),
+    };
+    // `ArrayData` drops a null buffer that holds no null (a slice of valid values).
+    Some(match c.nulls().filter(|n| n.null_count() > 0) {
+        Some(_) => (bytes + len.div_ceil(8), buffers + 1),
+        None => (bytes, buffers),
+    })
 }
 
 /// Slots in the first segment; segment `k` holds `FIRST_SEGMENT << k`.
@@ -214,14 +271,15 @@ impl BatchStore {
     /// Appends `batches` atomically: all of them become visible at once, or none is appended.
     /// An empty list is a no-op returning an empty range at the current end.
     pub fn append(&self, batches: &[RecordBatch]) -> Result<BatchRange, StoreFull> {
-        self.append_with(batches, Vec::new())
+        let sized = batches.iter().cloned().map(SizedBatch::new).collect();
+        self.append_with(sized, Vec::new())
     }
 
     /// As [`BatchStore::append`], with `requests` kept in the last batch's slot (published
     /// with it). `requests` must be empty if `batches` is.
     pub fn append_with(
         &self,
-        batches: &[RecordBatch],
+        batches: Vec<SizedBatch>,
         mut requests: Vec<PutRecord>,
     ) -> Result<BatchRange, StoreFull> {
         debug_assert!(!batches.is_empty() || requests.is_empty());
@@ -242,11 +300,16 @@ impl BatchStore {
             ),
             None => (0, 0, 0),
         };
-        for (i, batch) in batches.iter().enumerate() {
-            let estimated_bytes = estimated_batch_bytes(batch);
-            let last = i + 1 == batches.len();
+        let count = batches.len();
+        for (i, sized) in batches.into_iter().enumerate() {
+            let SizedBatch {
+                batch,
+                estimated_bytes,
+            } = sized;
+            let last = i + 1 == count;
+            let batch_rows = batch.num_rows() as u64;
             let stored = StoredBatch {
-                batch: batch.clone(),
+                batch,
                 rows_before: rows,
                 bytes_before: bytes,
                 estimated_bytes,
@@ -257,13 +320,13 @@ impl BatchStore {
                 },
                 puts_through: puts + u64::from(last),
             };
-            rows += batch.num_rows() as u64;
+            rows += batch_rows;
             bytes += estimated_bytes;
             if self.slot_for_append(start + i).set(stored).is_err() {
                 unreachable!("BatchStore slot {} written twice", start + i);
             }
         }
-        let end = start + batches.len();
+        let end = start + count;
         self.committed_len.store(end, Ordering::Release);
         Ok(BatchRange { start, end })
     }
@@ -504,6 +567,52 @@ pub(crate) mod tests {
             .map(|i| big.slice(i * 1000, 1000).get_array_memory_size() as u64)
             .sum();
         assert!(naive >= 10 * slices);
+    }
+
+    // The shortcut for arrays without children gives exactly what `ArrayData` does, whole or
+    // sliced, with or without nulls.
+    #[test]
+    fn flat_window_matches_array_data() {
+        use arrow_array::{
+            ArrayRef, BinaryArray, BooleanArray, Float64Array, LargeStringArray, StringArray,
+            TimestampMillisecondArray,
+        };
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from_iter_values(0..100)),
+            Arc::new(Int32Array::from_iter(
+                (0..100).map(|i| (i % 3 != 0).then_some(i)),
+            )),
+            Arc::new(Float64Array::from_iter_values((0..100).map(f64::from))),
+            Arc::new(TimestampMillisecondArray::from_iter_values(0..100).with_timezone("UTC")),
+            Arc::new(BooleanArray::from_iter(
+                (0..100).map(|i| (i % 5 != 0).then_some(i % 2 == 0)),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                (0..100).map(|i| "x".repeat(i % 7)),
+            )),
+            Arc::new(StringArray::from_iter(
+                (0..100).map(|i| (i % 4 != 0).then(|| "ab".repeat(i % 9))),
+            )),
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..100).map(|i| format!("v{i}")),
+            )),
+            Arc::new(BinaryArray::from_iter_values(
+                (0..100).map(|i| vec![1u8; i % 11]),
+            )),
+        ];
+        for a in arrays {
+            for (offset, len) in [(0, 100), (0, 0), (13, 40), (99, 1), (37, 63)] {
+                let s = a.slice(offset, len);
+                let data = s.to_data();
+                let expected = (data.get_slice_memory_size().unwrap(), data_buffers(&data));
+                assert_eq!(
+                    flat_window(s.as_ref()),
+                    Some(expected),
+                    "{} [{offset}, +{len})",
+                    a.data_type()
+                );
+            }
+        }
     }
 
     // Reference §8.4 scenarios 81, 83: readers never see a torn append.

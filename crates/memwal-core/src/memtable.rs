@@ -7,7 +7,7 @@
 
 use arrow_array::RecordBatch;
 
-use crate::batch_store::{BatchRange, BatchStore, StoreFull};
+use crate::batch_store::{BatchRange, BatchStore, SizedBatch, StoreFull};
 use crate::request_id::PutRecord;
 use crate::wal::WalPosition;
 
@@ -52,7 +52,7 @@ impl MemTable {
     /// [`BatchStore::append_with`].
     pub fn insert_with(
         &self,
-        batches: &[RecordBatch],
+        batches: Vec<SizedBatch>,
         requests: Vec<PutRecord>,
     ) -> Result<BatchRange, StoreFull> {
         let range = self.store.append_with(batches, requests)?;

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::request_index::Rows;
 use super::state::{Held, Lifecycle, Mode, WriterInner, WriterState};
 use super::validate;
-use crate::batch_store::{BatchRange, estimated_batch_bytes};
+use crate::batch_store::{BatchRange, SizedBatch};
 use crate::error::{Error, Result};
 use crate::events::WriterEvent;
 use crate::flush::wal_handler::{FlushRequest, WalMsg};
@@ -160,10 +160,10 @@ impl BlockedPut {
     }
 }
 
-/// Batches that passed a put's validation.
+/// Batches that passed a put's validation, each measured (outside the writer's lock).
 #[derive(Debug)]
 struct ValidatedBatches {
-    batches: Vec<RecordBatch>,
+    batches: Vec<SizedBatch>,
     rows: u64,
     bytes: u64,
 }
@@ -189,9 +189,10 @@ pub(super) fn submit(
             inner.config.max_memtable_batches
         )));
     }
+    let batches: Vec<SizedBatch> = batches.into_iter().map(SizedBatch::new).collect();
     let validated = ValidatedBatches {
-        rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
-        bytes: batches.iter().map(estimated_batch_bytes).sum(),
+        rows: batches.iter().map(|b| b.batch.num_rows() as u64).sum(),
+        bytes: batches.iter().map(|b| b.estimated_bytes).sum(),
         batches,
     };
     insert(inner, validated, options.request_id, started, None)
@@ -285,7 +286,7 @@ fn insert(
             let range = mt
                 .active
                 .memtable
-                .insert_with(&batches, kept)
+                .insert_with(batches, kept)
                 .map_err(|full| {
                     Error::invalid(format!(
                         "MemTable batch store is full ({full:?}) - should have been frozen"
@@ -372,7 +373,7 @@ fn insert(
                 requests.insert(record, Rows::WalOnly { end });
             }
             let _ = inner.wal_tx.send(WalMsg::WalOnlyPut {
-                batches,
+                batches: batches.into_iter().map(|b| b.batch).collect(),
                 bytes,
                 completion,
                 started,

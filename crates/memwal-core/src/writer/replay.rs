@@ -19,7 +19,7 @@ use std::sync::Arc;
 use arrow_schema::SchemaRef;
 
 use super::state::Held;
-use crate::batch_store::estimated_batch_bytes;
+use crate::batch_store::SizedBatch;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
@@ -89,8 +89,12 @@ pub(crate) async fn replay(
                     None,
                 )
             })?;
-        let bytes: u64 = batches.iter().map(estimated_batch_bytes).sum();
-        rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        let batches: Vec<SizedBatch> = batches.into_iter().map(SizedBatch::new).collect();
+        let bytes: u64 = batches.iter().map(|b| b.estimated_bytes).sum();
+        rows += batches
+            .iter()
+            .map(|b| b.batch.num_rows() as u64)
+            .sum::<u64>();
         let m = &active.memtable;
         if !m.store().is_empty() && m.would_overflow(batches.len(), bytes, max_size) {
             rotate(&mut active, &mut frozen, capacity);
@@ -105,7 +109,7 @@ pub(crate) async fn replay(
         }
         let range = active
             .memtable
-            .insert_with(&batches, entry.requests.clone())
+            .insert_with(batches, entry.requests.clone())
             .expect("replay made room for the entry");
         requests.extend(
             entry

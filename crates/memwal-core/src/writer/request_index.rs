@@ -221,8 +221,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::batch_store::BatchRange;
     use crate::batch_store::tests::batch;
+    use crate::batch_store::{BatchRange, SizedBatch};
 
     fn record(id: &str, put_at_ms: u64, start: usize) -> PutRecord {
         PutRecord {
@@ -257,7 +257,9 @@ mod tests {
         let mut index = RequestIndex::new(WallClock::new(), 0);
         let memtable = Arc::new(MemTable::new(1, 4));
         let r = record("a", index.now_ms(), 0);
-        memtable.insert_with(&[batch(1)], vec![r.clone()]).unwrap();
+        memtable
+            .insert_with(vec![SizedBatch::new(batch(1))], vec![r.clone()])
+            .unwrap();
         index.insert(
             &r,
             Rows::Held {
