@@ -20,10 +20,11 @@ use crate::store::{ShardPaths, Store};
 use crate::wal::{self, WalEntry};
 
 /// Rebuilds `batch` with exactly `schema` (same field names and types; nullability may be
-/// looser in the batch if its data has no nulls where the schema forbids them).
-pub(crate) fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    if Arc::ptr_eq(&batch.schema(), schema) {
-        return Ok(batch.clone());
+/// looser in the batch if its data has no nulls where the schema forbids them). A batch that has
+/// `schema` already is returned as it is.
+pub(crate) fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    if Arc::ptr_eq(batch.schema_ref(), schema) {
+        return Ok(batch);
     }
     RecordBatch::try_new(schema.clone(), batch.columns().to_vec()).map_err(|e| {
         Error::SchemaMismatch {
@@ -93,7 +94,7 @@ pub(crate) async fn read_generation(
         })?;
         out.push(match schema {
             Some(s) => {
-                conform(&b, s).map_err(|e| Error::corrupt(path.as_ref(), e.to_string(), None))?
+                conform(b, s).map_err(|e| Error::corrupt(path.as_ref(), e.to_string(), None))?
             }
             None => b,
         });
@@ -286,7 +287,7 @@ impl ShardReader {
         }
         for entry in wal_batches {
             let s = schema.get_or_insert_with(|| entry.schema.clone()).clone();
-            for b in &entry.batches {
+            for b in entry.batches {
                 batches.push(conform(b, &s).map_err(|e| {
                     Error::corrupt(
                         self.paths.wal_entry(entry.position).as_ref(),

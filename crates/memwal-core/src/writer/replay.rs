@@ -79,7 +79,7 @@ pub(crate) async fn replay(
         let object = paths.wal_entry(entry.position);
         let batches = entry
             .batches
-            .iter()
+            .into_iter()
             .map(|b| conform(b, schema))
             .collect::<Result<Vec<_>>>()
             .map_err(|e| {

@@ -31,11 +31,7 @@ pub(super) fn validate(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<
             if let Some(e) = schema_mismatch(schema, &b, i) {
                 return Err(e);
             }
-            if Arc::ptr_eq(b.schema_ref(), schema) {
-                // Built with the shard's schema (plain-object rows are): kept as it is.
-                return Ok(b);
-            }
-            crate::reader::conform(&b, schema)
+            crate::reader::conform(b, schema)
         })
         .collect()
 }

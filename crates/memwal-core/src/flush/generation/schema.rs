@@ -130,7 +130,7 @@ fn round_trip(fields: &[FieldRef]) -> std::result::Result<(), String> {
     for b in reader {
         let b = b.map_err(|e| format!("it does not read back: {e}"))?;
         read.push(
-            crate::reader::conform(&b, &schema)
+            crate::reader::conform(b, &schema)
                 .map_err(|e| format!("it reads back as another type: {e}"))?,
         );
     }
