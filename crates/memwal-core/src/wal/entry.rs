@@ -20,6 +20,16 @@
 //!   id: the JSON document of [`crate::request_id`] listing each such put with its original
 //!   result. It is part of the schema message, so the checksum covers it; its value starts
 //!   with `{`, so it can never be taken for the checksum value.
+//! - memwal writes the batches of a data entry as **one** record batch when there are several
+//!   and they are small (the usual group commit: one batch per put, often one row each), with
+//!   `memwal_batch_rows` listing each original batch's row count (decimal, comma-separated).
+//!   The decoder slices the batch back into those batches, so replay rebuilds a MemTable with
+//!   the same batch positions (request ids' recorded results and WAL progress count them).
+//!   Why: an IPC message costs a flatbuffer header and padding per batch (about 670 bytes for
+//!   a 4-column event of 100), so 30 one-row puts made a 23.6 KiB entry instead of 4.2 KiB;
+//!   a smaller entry is less to write and sync on every append. Entries without the key (one
+//!   batch, earlier builds, Lance) decode batch by batch as before. The key is part of the
+//!   schema message, so the checksum covers it.
 
 use std::sync::Arc;
 
@@ -45,6 +55,12 @@ pub const REQUEST_IDS_KEY: &str = "memwal_request_ids";
 pub const SHARD_KEY: &str = "memwal_shard";
 /// Schema metadata key holding the WAL position the entry belongs at.
 pub const POSITION_KEY: &str = "memwal_position";
+/// Schema metadata key listing the row counts of the batches merged into the entry's one batch.
+pub const BATCH_ROWS_KEY: &str = "memwal_batch_rows";
+
+/// Batches are merged into one (module docs) only up to this many bytes in all: above it the
+/// per-message overhead is negligible and the copy would not be.
+const MERGE_LIMIT_BYTES: usize = 4 << 20;
 
 /// Where a WAL entry belongs: a shard and a position in its WAL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,13 +131,25 @@ pub fn encode_entry_with(
         }
     }
     let requests = (!requests.is_empty()).then(|| request_id::encode_records(requests));
+    let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
+    let merged = if batches.len() > 1 && bytes <= MERGE_LIMIT_BYTES {
+        let rows = batches.iter().map(|b| b.num_rows().to_string());
+        let batch = arrow_select::concat::concat_batches(&schema, batches).map_err(encode_err)?;
+        Some((rows.collect::<Vec<_>>().join(","), batch))
+    } else {
+        None
+    };
     let meta = EntryMeta {
         epoch,
         sentinel: false,
         requests: requests.as_deref(),
         place,
+        batch_rows: merged.as_ref().map(|(rows, _)| rows.as_str()),
     };
-    encode(schema.as_ref(), meta, batches)
+    match &merged {
+        Some((_, batch)) => encode(schema.as_ref(), meta, std::slice::from_ref(batch)),
+        None => encode(schema.as_ref(), meta, batches),
+    }
 }
 
 /// Encodes a fence sentinel of `epoch`.
@@ -131,6 +159,7 @@ pub fn encode_sentinel(epoch: u64) -> Result<Bytes> {
         sentinel: true,
         requests: None,
         place: None,
+        batch_rows: None,
     };
     encode(&Schema::empty(), meta, &[])
 }
@@ -149,6 +178,8 @@ struct EntryMeta<'a> {
     requests: Option<&'a str>,
     /// Where the entry is written, for a data entry.
     place: Option<EntryPlace>,
+    /// The row counts of the batches merged into the entry's one batch, if merged.
+    batch_rows: Option<&'a str>,
 }
 
 fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> Schema {
@@ -163,6 +194,9 @@ fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> S
     if let Some(place) = meta.place {
         md.insert(SHARD_KEY.to_string(), place.shard.to_string());
         md.insert(POSITION_KEY.to_string(), place.position.to_string());
+    }
+    if let Some(rows) = meta.batch_rows {
+        md.insert(BATCH_ROWS_KEY.to_string(), rows.to_string());
     }
     if let Some(c) = checksum {
         md.insert(CHECKSUM_KEY.to_string(), c.to_string());
@@ -396,6 +430,7 @@ pub fn decode_entry(place: EntryPlace, object: &str, bytes: Bytes) -> Result<Wal
         REQUEST_IDS_KEY,
         SHARD_KEY,
         POSITION_KEY,
+        BATCH_ROWS_KEY,
     ] {
         clean.remove(k);
     }
@@ -407,6 +442,10 @@ pub fn decode_entry(place: EntryPlace, object: &str, bytes: Bytes) -> Result<Wal
                 .map_err(|e| corrupt("batch does not match its schema".into(), Some(e)))
         })
         .collect::<Result<Vec<_>>>()?;
+    let batches = match md.get(BATCH_ROWS_KEY) {
+        Some(rows) => split_merged(batches, rows).map_err(|msg| corrupt(msg, None))?,
+        None => batches,
+    };
     Ok(WalEntry {
         position,
         writer_epoch,
@@ -415,6 +454,42 @@ pub fn decode_entry(place: EntryPlace, object: &str, bytes: Bytes) -> Result<Wal
         batches,
         requests,
     })
+}
+
+/// The batches merged into `batches` (one batch), sliced back by their row counts `rows`
+/// (the `memwal_batch_rows` value); the message of what is wrong otherwise.
+fn split_merged(
+    batches: Vec<RecordBatch>,
+    rows: &str,
+) -> std::result::Result<Vec<RecordBatch>, String> {
+    let counts = rows
+        .split(',')
+        .map(|n| n.parse::<usize>().ok().filter(|n| *n > 0))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| format!("malformed {BATCH_ROWS_KEY} metadata {rows:?}"))?;
+    let [batch] = <[RecordBatch; 1]>::try_from(batches).map_err(|b| {
+        format!(
+            "{BATCH_ROWS_KEY} says its batches were merged into one, but it holds {}",
+            b.len()
+        )
+    })?;
+    let total = counts.iter().try_fold(0usize, |sum, n| sum.checked_add(*n));
+    if total != Some(batch.num_rows()) {
+        return Err(format!(
+            "{BATCH_ROWS_KEY} lists {} rows in all, but its batch holds {}",
+            total.map_or_else(|| "too many".to_string(), |t| t.to_string()),
+            batch.num_rows()
+        ));
+    }
+    let mut offset = 0;
+    Ok(counts
+        .into_iter()
+        .map(|n| {
+            let part = batch.slice(offset, n);
+            offset += n;
+            part
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -459,6 +534,123 @@ mod tests {
         assert_eq!(e.batches[1], batch(&[4, 5]));
         assert!(!e.schema.metadata().contains_key(WRITER_EPOCH_KEY));
         assert!(!e.schema.metadata().contains_key(CHECKSUM_KEY));
+    }
+
+    /// Batches of nested and dictionary columns, with nulls, each with its own dictionary.
+    fn nested_batches() -> Vec<RecordBatch> {
+        use arrow_array::builder::{Int32Builder, ListBuilder, StringDictionaryBuilder};
+        use arrow_array::types::Int32Type;
+        use arrow_array::{Array, ArrayRef, StructArray};
+        let struct_field =
+            Field::new_struct("s", vec![Field::new("a", DataType::Int32, true)], true);
+        let make = |rows: &[Option<i32>], words: &[&str]| {
+            let mut list = ListBuilder::new(Int32Builder::new());
+            let mut dict = StringDictionaryBuilder::<Int32Type>::new();
+            for (i, r) in rows.iter().enumerate() {
+                match r {
+                    Some(v) => list.append_value([Some(*v), None]),
+                    None => list.append_null(),
+                }
+                dict.append_value(words[i % words.len()]);
+            }
+            let a: ArrayRef = Arc::new(Int32Array::from(rows.to_vec()));
+            let s = StructArray::try_new(
+                vec![Field::new("a", DataType::Int32, true)].into(),
+                vec![a],
+                Some(rows.iter().map(|r| r.is_some()).collect()),
+            )
+            .unwrap();
+            let list = list.finish();
+            let dict = dict.finish();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("l", list.data_type().clone(), true),
+                Field::new("d", dict.data_type().clone(), false),
+                struct_field.clone(),
+            ]));
+            RecordBatch::try_new(schema, vec![Arc::new(list), Arc::new(dict), Arc::new(s)]).unwrap()
+        };
+        vec![
+            make(&[Some(1)], &["x"]),
+            make(&[None, Some(2), Some(3)], &["y", "z"]),
+            make(&[Some(4), None], &["x", "w"]),
+        ]
+    }
+
+    #[test]
+    fn small_batches_are_written_as_one_and_read_back_as_they_were() {
+        for batches in [
+            vec![
+                batch(&[1]),
+                batch(&[2, 3]),
+                batch(&[4, 5, 6, 7]),
+                batch(&[8]),
+            ],
+            nested_batches(),
+        ] {
+            let bytes = encode_entry(5, &batches).unwrap();
+            let e = decode_entry(at(1), "wal/1", bytes.clone()).unwrap();
+            assert_eq!(e.batches, batches);
+            assert!(!e.schema.metadata().contains_key(BATCH_ROWS_KEY));
+            // One batch message: the merged entry is smaller than the batches one by one.
+            let separate = encode(batches[0].schema().as_ref(), meta(5), &batches).unwrap();
+            assert!(
+                bytes.len() < separate.len(),
+                "merged {} bytes, separate {}",
+                bytes.len(),
+                separate.len()
+            );
+            let again = decode_entry(at(1), "wal/1", separate).unwrap();
+            assert_eq!(again.batches, batches);
+        }
+    }
+
+    #[test]
+    fn large_batches_are_written_one_by_one() {
+        let ids: Vec<i32> = (0..300_000).collect();
+        let batches = vec![batch(&ids), batch(&ids)];
+        assert!(
+            batches
+                .iter()
+                .map(|b| b.get_array_memory_size())
+                .sum::<usize>()
+                > MERGE_LIMIT_BYTES
+        );
+        let bytes = encode_entry(5, &batches).unwrap();
+        let key = BATCH_ROWS_KEY.as_bytes();
+        assert!(!bytes.windows(key.len()).any(|w| w == key));
+        assert_eq!(
+            decode_entry(at(1), "wal/1", bytes).unwrap().batches,
+            batches
+        );
+    }
+
+    #[test]
+    fn merged_row_counts_that_do_not_fit_the_batch_are_corrupt() {
+        let three = batch(&[1, 2, 3]);
+        for (rows, batches, says) in [
+            (
+                "1,5",
+                vec![three.clone()],
+                "lists 6 rows in all, but its batch holds 3",
+            ),
+            ("1,0,2", vec![three.clone()], "malformed memwal_batch_rows"),
+            ("1,x", vec![three.clone()], "malformed memwal_batch_rows"),
+            ("", vec![three.clone()], "malformed memwal_batch_rows"),
+            (
+                "3,3",
+                vec![three.clone(), three.clone()],
+                "merged into one, but it holds 2",
+            ),
+        ] {
+            let meta = EntryMeta {
+                batch_rows: Some(rows),
+                ..meta(5)
+            };
+            let bytes = encode(three.schema().as_ref(), meta, &batches).unwrap();
+            let e = decode_entry(at(1), "wal/1", bytes).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::Corrupt, "{rows}: {e}");
+            assert!(e.to_string().contains(says), "{rows}: {e}");
+        }
     }
 
     #[test]
@@ -574,6 +766,7 @@ mod tests {
             sentinel: false,
             requests: None,
             place: None,
+            batch_rows: None,
         }
     }
 
