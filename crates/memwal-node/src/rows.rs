@@ -7,9 +7,11 @@
 //! put. The JavaScript thread only builds the array; there is no per-row Arrow or JSON work in
 //! JavaScript.
 //!
-//! Parts: `js_value` (the raw Node-API reads, the only unsafe code), `column` (the column
+//! Parts: `js_value` (the raw Node-API reads, the only unsafe code besides the one array
+//! `byte_values` builds from buffers it keeps valid), `column` (the column
 //! trait, nullability and the choice of a column per Arrow type), `scalar` (numbers, bigints,
-//! Dates and strings for fixed-width types), `primitive`, `text`, `binary`, `list` and `object`
+//! Dates and strings for fixed-width types), `primitive`, `byte_values` (the values of string
+//! and binary columns), `text`, `binary`, `list` and `object`
 //! (the column kinds), and `row_error` (where in a row a value failed, and why).
 //!
 //! # Why not arrow-json
@@ -24,6 +26,7 @@
 //! naming the row, the field's path and what was expected and got.
 
 mod binary;
+mod byte_values;
 mod column;
 mod js_value;
 mod list;

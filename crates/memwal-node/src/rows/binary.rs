@@ -1,12 +1,15 @@
 //! Columns of bytes: `Binary`, `LargeBinary`, `BinaryView` and `FixedSizeBinary`, from
-//! `Uint8Array`s (a Node.js `Buffer` is one), each copied once into the builder.
+//! `Uint8Array`s (a Node.js `Buffer` is one), each copied once into the column (`Binary` and
+//! `LargeBinary` through [`ByteValues`], as strings are).
 
 use std::sync::Arc;
 
-use arrow_array::builder::{BinaryViewBuilder, FixedSizeBinaryBuilder, GenericBinaryBuilder};
+use arrow_array::builder::{BinaryViewBuilder, FixedSizeBinaryBuilder};
+use arrow_array::types::GenericBinaryType;
 use arrow_array::{ArrayRef, OffsetSizeTrait};
 use arrow_schema::{ArrowError, DataType};
 
+use super::byte_values::ByteValues;
 use super::column::{Column, Unsupported, a};
 use super::js_value::{Js, Type, Value};
 use super::row_error::RowError;
@@ -22,20 +25,13 @@ trait BinaryBuilder: 'static {
     fn finish_array(&mut self) -> ArrayRef;
 }
 
-impl<O: OffsetSizeTrait> BinaryBuilder for GenericBinaryBuilder<O> {
+impl<O: OffsetSizeTrait> BinaryBuilder for ByteValues<GenericBinaryType<O>> {
     fn append(&mut self, b: &[u8]) -> Result<(), String> {
-        // The builder panics past its offsets' range (2 GiB for Binary): refuse instead.
-        if O::from_usize(self.values_slice().len() + b.len()).is_none() {
-            return Err(
-                "the put's bytes exceed the 2 GiB a Binary column holds; split the put".into(),
-            );
-        }
-        self.append_value(b);
-        Ok(())
+        ByteValues::append(self, b)
     }
 
     fn append_nulls(&mut self, n: usize) {
-        GenericBinaryBuilder::append_nulls(self, n);
+        ByteValues::append_nulls(self, n);
     }
 
     fn finish_array(&mut self) -> ArrayRef {
@@ -127,12 +123,12 @@ pub fn binary_column(data_type: &DataType, capacity: usize) -> Box<dyn Column> {
     let bytes = capacity * BYTES_PER_VALUE;
     match data_type {
         DataType::Binary => Box::new(BinaryColumn {
-            builder: GenericBinaryBuilder::<i32>::with_capacity(capacity, bytes),
+            builder: ByteValues::<GenericBinaryType<i32>>::with_capacity(capacity, bytes),
             data_type,
             width: None,
         }),
         DataType::LargeBinary => Box::new(BinaryColumn {
-            builder: GenericBinaryBuilder::<i64>::with_capacity(capacity, bytes),
+            builder: ByteValues::<GenericBinaryType<i64>>::with_capacity(capacity, bytes),
             data_type,
             width: None,
         }),

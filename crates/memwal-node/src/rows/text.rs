@@ -9,10 +9,10 @@ use arrow_array::types::{
     ArrowDictionaryKeyType, GenericStringType, Int8Type, Int16Type, Int32Type, Int64Type,
     UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, GenericStringArray, OffsetSizeTrait};
-use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_array::{ArrayRef, OffsetSizeTrait};
 use arrow_schema::{ArrowError, DataType};
 
+use super::byte_values::ByteValues;
 use super::column::{Column, Unsupported, a};
 use super::js_value::{Js, Type, Value};
 use super::row_error::RowError;
@@ -28,73 +28,17 @@ trait TextBuilder: 'static {
     fn finish_array(&mut self) -> ArrayRef;
 }
 
-/// `Utf8` or `LargeUtf8` values, gathered in plain vectors that become the array's buffers as
-/// they are: arrow-rs's `GenericStringBuilder` builds an `ArrayData` on the way to the array and
-/// allocates its next offsets buffer as it finishes, which costs a small put more than copying
-/// its strings.
-///
-/// `offsets` is empty until the first value (so a finished column allocates nothing more);
-/// after that it holds one offset per value plus the end of the last, never decreasing, the
-/// last equal to `values.len()`. `values` holds whole strings only.
-struct Strings<O> {
-    offsets: Vec<O>,
-    values: Vec<u8>,
-    nulls: NullBufferBuilder,
-}
-
-impl<O: OffsetSizeTrait> Strings<O> {
-    fn with_capacity(items: usize, bytes: usize) -> Strings<O> {
-        Strings {
-            offsets: Vec::with_capacity(items + 1),
-            values: Vec::with_capacity(bytes),
-            nulls: NullBufferBuilder::new(items),
-        }
-    }
-
-    /// The offset of the next value, the first one written if there is none yet.
-    fn end(&mut self) -> O {
-        if self.offsets.is_empty() {
-            self.offsets.push(O::usize_as(0));
-        }
-        O::usize_as(self.values.len())
-    }
-}
-
-impl<O: OffsetSizeTrait> TextBuilder for Strings<O> {
+impl<O: OffsetSizeTrait> TextBuilder for ByteValues<GenericStringType<O>> {
     fn append(&mut self, s: &str) -> Result<(), String> {
-        self.end();
-        // An offset past its type's range (2 GiB for Utf8) cannot be written: refuse instead.
-        let Some(end) = O::from_usize(self.values.len() + s.len()) else {
-            return Err(
-                "the put's strings exceed the 2 GiB a Utf8 column holds; split the put".into(),
-            );
-        };
-        self.values.extend_from_slice(s.as_bytes());
-        self.offsets.push(end);
-        self.nulls.append_non_null();
-        Ok(())
+        ByteValues::append(self, s)
     }
 
     fn append_nulls(&mut self, n: usize) {
-        let end = self.end();
-        self.offsets.extend(std::iter::repeat_n(end, n));
-        self.nulls.append_n_nulls(n);
+        ByteValues::append_nulls(self, n);
     }
 
     fn finish_array(&mut self) -> ArrayRef {
-        self.end();
-        let offsets = ScalarBuffer::from(std::mem::take(&mut self.offsets));
-        let values = Buffer::from_vec(std::mem::take(&mut self.values));
-        // SAFETY: see the type's invariant: the offsets start at 0, never decrease and end at
-        // the values' length, and every value between two offsets is a whole `&str`.
-        let array = unsafe {
-            GenericStringArray::<O>::new_unchecked(
-                OffsetBuffer::new_unchecked(offsets),
-                values,
-                self.nulls.finish(),
-            )
-        };
-        Arc::new(array)
+        Arc::new(self.finish())
     }
 }
 
@@ -172,11 +116,11 @@ pub fn text_column(data_type: &DataType, capacity: usize) -> Box<dyn Column> {
     let bytes = capacity * BYTES_PER_STRING;
     match data_type {
         DataType::Utf8 => Box::new(TextColumn {
-            builder: Strings::<i32>::with_capacity(capacity, bytes),
+            builder: ByteValues::<GenericStringType<i32>>::with_capacity(capacity, bytes),
             data_type,
         }),
         DataType::LargeUtf8 => Box::new(TextColumn {
-            builder: Strings::<i64>::with_capacity(capacity, bytes),
+            builder: ByteValues::<GenericStringType<i64>>::with_capacity(capacity, bytes),
             data_type,
         }),
         _ => Box::new(TextColumn {
