@@ -57,9 +57,13 @@ async fn scanned(w: &ShardWriter) -> Vec<i32> {
 }
 
 /// A durable writer's config that remembers request ids for `ms` after their put.
+/// With no age-based sealing: these tests advance the paused clock by up to an hour, which
+/// would otherwise seal and flush the MemTable in the background (the default age is one hour)
+/// and race the retries they check.
 fn retaining_ids_for(ms: u64) -> WriterConfig {
     WriterConfig {
         request_id_retention_ms: ms,
+        max_memtable_age_ms: None,
         ..durable()
     }
 }
