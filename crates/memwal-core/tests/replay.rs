@@ -24,6 +24,39 @@ async fn replay_recovers_unflushed_durable_writes() {
     }
 }
 
+// A put of several small batches makes one WAL entry, written as one record batch with the
+// batches' row counts (`memwal_batch_rows`): replay slices it back, so the MemTable has the same
+// batches at the same positions, and the next put's positions follow them.
+#[tokio::test]
+async fn replay_rebuilds_the_batches_of_a_merged_entry_at_their_positions() {
+    for (backend, shard) in each_backend() {
+        let a = shard.open(durable()).await;
+        let first = a
+            .put(vec![rows(0, 1), rows(1, 2), rows(3, 1), rows(4, 3)])
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.batch_positions.start, first.batch_positions.end),
+            (0, 4)
+        );
+        drop(a);
+        let entries = shard.wal_entries().await;
+        assert_eq!(entries.len(), 1, "one entry: {entries:?}");
+        let b = shard.open(durable()).await;
+        let s = b.memtable_stats().unwrap();
+        assert_eq!((s.row_count, s.batch_count), (7, 4), "{}", backend.name);
+        let next = b.put(vec![rows(7, 1)]).await.unwrap();
+        assert_eq!(
+            (next.batch_positions.start, next.batch_positions.end),
+            (4, 5),
+            "{}",
+            backend.name
+        );
+        assert_eq!(scanned_ids(&b).await, (0..8).collect::<Vec<_>>());
+        shard.close_and_assert_recovered(b, 0..8).await;
+    }
+}
+
 // Reference §8.2 scenario 28.
 #[tokio::test]
 async fn replay_is_a_no_op_on_a_fresh_shard() {
