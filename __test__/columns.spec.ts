@@ -200,6 +200,59 @@ test('a table of several batches arrives in order', async (t) => {
   await w.close()
 })
 
+// Buffers of up to 4 KiB travel packed into one byte array (lib/arrow-columns.ts), larger ones
+// as they are: one put of a small and a large batch mixes both, decimals need 16-byte alignment.
+test('small (packed) and large buffers of one put arrive intact, in order', async (t) => {
+  const fields = [
+    new Field('i', new Int32(), true),
+    new Field('s', new Utf8(), true),
+    new Field('b', new Bool(), true),
+    new Field('dec', new Decimal(2, 20, 128), true),
+  ]
+  const columns = (n: number, from: number) => ({
+    i: Array.from({ length: n }, (_, k) => (k % 7 === 3 ? null : from + k)),
+    s: Array.from({ length: n }, (_, k) => (k % 5 === 1 ? null : `s${from + k}`)),
+    b: Array.from({ length: n }, (_, k) => (k % 3 === 0 ? null : k % 2 === 0)),
+    dec: Array.from({ length: n }, (_, k) => (k % 4 === 2 ? null : Uint32Array.from([from + k, 0, 0, 0]))),
+  })
+  const small = tableOf(fields, columns(1, 0))
+  const large = tableOf(fields, columns(3000, 1))
+  const table = small.concat(large)
+  t.is(table.batches.length, 2)
+  t.true(large.batches[0]!.data.children[0]!.values.byteLength > 4096, 'the large batch has large buffers')
+  await roundTrip(t, table)
+})
+
+// The columns of a put gather in arrays reused from put to put; a put made while another is
+// being read (from a getter of its data) must not write over the first one's.
+test('a put made from a getter while another put is being read leaves both intact', async (t) => {
+  const fields = [new Field('i', new Int32(), false), new Field('s', new Utf8(), false)]
+  const schema = new Schema(fields)
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  const outer = tableOf(fields, { i: [1, 2, 3], s: ['a', 'b', 'c'] })
+  const inner = tableOf(fields, { i: [10, 20], s: ['x', 'y'] })
+  const column = outer.batches[0]!.data.children[1]!
+  const offsets = column.valueOffsets
+  let nested: Promise<unknown> | undefined
+  // Read after the first column's buffers were gathered.
+  Object.defineProperty(column, 'valueOffsets', {
+    get() {
+      nested ??= w.put(inner)
+      return offsets
+    },
+  })
+  await w.put(outer)
+  t.truthy(nested)
+  await nested
+  const scanned = await w.scan()
+  t.deepEqual(Array.from(scanned.getChild('i')!.toArray() as Int32Array).sort((a, b) => a - b), [1, 2, 3, 10, 20])
+  t.deepEqual(
+    Array.from({ length: scanned.numRows }, (_, k) => `${scanned.getChild('i')!.get(k)}${scanned.getChild('s')!.get(k)}`).sort(),
+    ['1a', '2b', '3c', '10x', '20y'].sort(),
+  )
+  await w.close()
+})
+
 test('sparse and dense unions arrive intact, sliced too', async (t) => {
   // WAL-only: a Parquet generation cannot store unions, so a MemTable-mode writer refuses them
   // at open (schemas.spec / tests/schemas.rs); the WAL carries them as they are.

@@ -5,11 +5,12 @@
 //! of memwal's own copy of apache-arrow. Instead `lib/arrow-columns.ts` reads the batches of
 //! any copy by their structure and sends the schema (as the JSON description of `schema.rs`,
 //! cached per Schema object) and, for every array node in depth-first order, its length, offset
-//! and validity flag, plus the node's buffers as views on the JavaScript memory. A dictionary
-//! adds a word triple holding its number of dictionary chunks, a view type one holding its
-//! number of data buffers. Each buffer is copied once into Rust memory and the arrays are
-//! rebuilt here with full validation (`ArrayData::build`), so malformed input is an error,
-//! never undefined behaviour or bad data.
+//! and validity flag, plus where each of the node's buffers is: small ones packed into one byte
+//! array (copied once, and sliced here without another copy), large ones as views on the
+//! JavaScript memory. A dictionary adds a word triple holding its number of dictionary chunks,
+//! a view type one holding its number of data buffers. Every buffer is in Rust memory before
+//! the arrays are rebuilt here with full validation (`ArrayData::build`), so malformed input is
+//! an error, never undefined behaviour or bad data.
 //!
 //! # apache-arrow's buffer layout (its `Data.slice`, the same in versions 15 to 21)
 //! A sliced node keeps its `offset` for the validity bitmap (and a boolean's value bitmap) but
@@ -29,14 +30,56 @@ use napi::bindgen_prelude::Uint8Array;
 
 use crate::error::invalid;
 
-/// Per-node metadata words sent by `lib/encoding.ts`: length, offset, has-validity.
+/// Per-node metadata words sent by `lib/arrow-columns.ts`: length, offset, has-validity.
 const NODE_WORDS: usize = 3;
+/// Per-buffer words: where (an offset into the packed bytes, or `-(i + 1)` for large buffer
+/// `i`) and length.
+const SPAN_WORDS: usize = 2;
+
+/// The words of a column put, copied out of the caller's reused array: each batch's row count,
+/// then the nodes' words, then the buffers' spans.
+pub struct Words {
+    words: Vec<f64>,
+    batches: usize,
+    nodes: usize,
+}
+
+impl Words {
+    /// The words of `all`, the first `batches` of them row counts and the next `nodes` the
+    /// nodes' words.
+    pub fn new(all: &[f64], batches: f64, nodes: f64) -> napi::Result<Words> {
+        let (batches, nodes) = (int(batches, "batch count")?, int(nodes, "node word count")?);
+        if batches + nodes > all.len() {
+            return Err(invalid("column data: fewer words than its counts say"));
+        }
+        Ok(Words {
+            words: all.to_vec(),
+            batches,
+            nodes,
+        })
+    }
+
+    fn batches(&self) -> &[f64] {
+        &self.words[..self.batches]
+    }
+
+    fn nodes(&self) -> &[f64] {
+        &self.words[self.batches..self.batches + self.nodes]
+    }
+
+    fn spans(&self) -> &[f64] {
+        &self.words[self.batches + self.nodes..]
+    }
+}
 
 struct Reader<'a> {
-    buffers: &'a [Uint8Array],
+    packed: &'a Buffer,
+    large: &'a [Uint8Array],
+    spans: &'a [f64],
     nodes: &'a [f64],
     next_buffer: usize,
     next_node: usize,
+    large_read: usize,
 }
 
 fn int(v: f64, what: &str) -> napi::Result<usize> {
@@ -49,12 +92,36 @@ fn int(v: f64, what: &str) -> napi::Result<usize> {
 
 impl Reader<'_> {
     fn buffer(&mut self) -> napi::Result<Buffer> {
-        let b = self
-            .buffers
-            .get(self.next_buffer)
+        let at = self.next_buffer * SPAN_WORDS;
+        let span = self
+            .spans
+            .get(at..at + SPAN_WORDS)
             .ok_or_else(|| invalid("column data: fewer buffers than the schema needs"))?;
         self.next_buffer += 1;
-        Ok(Buffer::from_slice_ref(b.as_ref()))
+        let len = int(span[1], "buffer length")?;
+        if span[0] < 0.0 {
+            let i = int(-span[0] - 1.0, "large buffer index")?;
+            let b = self
+                .large
+                .get(i)
+                .filter(|b| b.len() == len)
+                .ok_or_else(|| {
+                    invalid(format!("column data: no large buffer {i} of {len} bytes"))
+                })?;
+            self.large_read += 1;
+            return Ok(Buffer::from_slice_ref(b.as_ref()));
+        }
+        let offset = int(span[0], "buffer offset")?;
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.packed.len())
+        {
+            return Err(invalid(format!(
+                "column data: a buffer of {len} bytes at {offset} is outside the {} packed bytes",
+                self.packed.len()
+            )));
+        }
+        Ok(self.packed.slice_with_length(offset, len))
     }
 
     fn node(&mut self) -> napi::Result<(usize, usize, bool)> {
@@ -193,18 +260,22 @@ fn in_column(e: napi::Error, name: &str) -> napi::Error {
 /// columns the caller passed.
 pub fn decode(
     schema: &SchemaRef,
-    batches: &[f64],
-    nodes: &[f64],
-    buffers: &[Uint8Array],
+    words: &Words,
+    packed: &Buffer,
+    large: &[Uint8Array],
     rows: f64,
     columns: f64,
 ) -> napi::Result<Vec<RecordBatch>> {
     let mut r = Reader {
-        buffers,
-        nodes,
+        packed,
+        large,
+        spans: words.spans(),
+        nodes: words.nodes(),
         next_buffer: 0,
         next_node: 0,
+        large_read: 0,
     };
+    let batches = words.batches();
     let mut out = Vec::with_capacity(batches.len());
     for rows in batches {
         let rows = int(*rows, "row count")?;
@@ -223,7 +294,10 @@ pub fn decode(
                 .map_err(|e| invalid(format!("column data does not form a record batch: {e}")))?,
         );
     }
-    if r.next_buffer != buffers.len() || r.next_node * NODE_WORDS != nodes.len() {
+    if r.next_buffer * SPAN_WORDS != r.spans.len()
+        || r.next_node * NODE_WORDS != r.nodes.len()
+        || r.large_read != large.len()
+    {
         return Err(invalid(
             "column data: more buffers or nodes than the schema needs",
         ));

@@ -2,9 +2,10 @@
 //!
 //! The data is one object with a `kind`, read by hand so that a put reads only the fields its
 //! kind has: `{ kind: 'ipc', bytes }` (an Arrow IPC stream the caller passed) or `{ kind:
-//! 'columns', schema, batches, nodes, buffers, rows, columns }` (the column buffers of a Table
-//! or RecordBatches of any apache-arrow copy, see `columns.rs`, with the schema described as
-//! in `schema.rs`), or the array of plain-object rows itself, with each row's key count beside it
+//! 'columns', schema, words, batches, nodes, packed, large, rows, columns }` (the column buffers
+//! of a Table or RecordBatches of any apache-arrow copy, see `columns.rs`, with the schema
+//! described as in `schema.rs`; `words` and `packed` are copied at once, since the caller
+//! reuses their memory for its next put), or the array of plain-object rows itself, with each row's key count beside it
 //! (see `rows.rs`: a put of rows, the most frequent kind, reads no property of a wrapper). Rows are converted as they are read, on the JavaScript thread, since
 //! their values cannot be read anywhere else; the other kinds are decoded by [`PutDecoder`],
 //! off the JavaScript thread when they are large. A new input is one more kind here, not
@@ -13,6 +14,7 @@
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 use napi::bindgen_prelude::{Float64Array, JsValue, Object, Uint8Array};
 
@@ -24,14 +26,15 @@ use crate::{columns, ipc, schema};
 pub enum PutData {
     /// Arrow IPC stream bytes, as the caller passed them.
     Ipc { bytes: Uint8Array },
-    /// Column buffers: the schema's JSON description (`schema.rs`), each batch's row count,
-    /// three words per array node (depth-first), the nodes' buffers, and the rows and columns
-    /// the caller passed (checked against what is decoded).
+    /// Column buffers (`lib/arrow-columns.ts`): the schema's JSON description (`schema.rs`),
+    /// the words (each batch's row count, three per array node in depth-first order, then two
+    /// per buffer saying where it is), the packed small buffers, the large ones, and the rows
+    /// and columns the caller passed (checked against what is decoded).
     Columns {
         schema: Uint8Array,
-        batches: Float64Array,
-        nodes: Float64Array,
-        buffers: Vec<Uint8Array>,
+        words: columns::Words,
+        packed: Buffer,
+        large: Vec<Uint8Array>,
         rows: f64,
         columns: f64,
     },
@@ -69,14 +72,23 @@ impl PutData {
             "ipc" => Ok(PutData::Ipc {
                 bytes: field(o, "ipc", "bytes")?,
             }),
-            "columns" => Ok(PutData::Columns {
-                schema: field(o, "columns", "schema")?,
-                batches: field(o, "columns", "batches")?,
-                nodes: field(o, "columns", "nodes")?,
-                buffers: field(o, "columns", "buffers")?,
-                rows: field(o, "columns", "rows")?,
-                columns: field(o, "columns", "columns")?,
-            }),
+            "columns" => {
+                // Copied now: the caller reuses these arrays for its next put.
+                let words: Float64Array = field(o, "columns", "words")?;
+                let packed: Uint8Array = field(o, "columns", "packed")?;
+                Ok(PutData::Columns {
+                    schema: field(o, "columns", "schema")?,
+                    words: columns::Words::new(
+                        &words,
+                        field(o, "columns", "batches")?,
+                        field(o, "columns", "nodes")?,
+                    )?,
+                    packed: Buffer::from_slice_ref(packed.as_ref()),
+                    large: field(o, "columns", "large")?,
+                    rows: field(o, "columns", "rows")?,
+                    columns: field(o, "columns", "columns")?,
+                })
+            }
             other => Err(invalid(format!(
                 "put data has unknown kind '{other}'; expected 'ipc' or 'columns' (or an array of rows)"
             ))),
@@ -87,7 +99,9 @@ impl PutData {
     pub fn byte_len(&self) -> usize {
         match self {
             PutData::Ipc { bytes, .. } => bytes.len(),
-            PutData::Columns { buffers, .. } => buffers.iter().map(|b| b.len()).sum(),
+            PutData::Columns { packed, large, .. } => {
+                packed.len() + large.iter().map(|b| b.len()).sum::<usize>()
+            }
             PutData::Rows(_) => 0,
         }
     }
@@ -113,16 +127,16 @@ impl PutDecoder {
             }
             PutData::Columns {
                 schema,
-                batches,
-                nodes,
-                buffers,
+                words,
+                packed,
+                large,
                 rows,
                 columns,
             } => columns::decode(
                 &self.schema(&schema)?,
-                &batches,
-                &nodes,
-                &buffers,
+                &words,
+                &packed,
+                &large,
                 rows,
                 columns,
             ),
