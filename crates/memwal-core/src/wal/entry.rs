@@ -195,9 +195,12 @@ fn entry_schema(base: &Schema, meta: EntryMeta<'_>, checksum: Option<&str>) -> S
         md.insert(SHARD_KEY.to_string(), place.shard.to_string());
         md.insert(POSITION_KEY.to_string(), place.position.to_string());
     }
-    if let Some(rows) = meta.batch_rows {
-        md.insert(BATCH_ROWS_KEY.to_string(), rows.to_string());
-    }
+    // Only memwal sets the key: one in the shard schema's own metadata would otherwise make
+    // every entry of one batch look merged, and unreadable.
+    match meta.batch_rows {
+        Some(rows) => md.insert(BATCH_ROWS_KEY.to_string(), rows.to_string()),
+        None => md.remove(BATCH_ROWS_KEY),
+    };
     if let Some(c) = checksum {
         md.insert(CHECKSUM_KEY.to_string(), c.to_string());
     }
@@ -602,6 +605,21 @@ mod tests {
             let again = decode_entry(at(1), "wal/1", separate).unwrap();
             assert_eq!(again.batches, batches);
         }
+    }
+
+    #[test]
+    fn the_row_counts_key_in_the_shards_own_schema_metadata_is_not_taken_for_a_merge() {
+        let b = batch(&[1, 2, 3]);
+        let mut md = b.schema().metadata().clone();
+        md.insert(BATCH_ROWS_KEY.to_string(), "not counts".to_string());
+        let schema = Arc::new(b.schema().as_ref().clone().with_metadata(md));
+        let b = RecordBatch::try_new(schema, b.columns().to_vec()).unwrap();
+        let e = decode_entry(
+            at(1),
+            "wal/1",
+            encode_entry(5, std::slice::from_ref(&b)).unwrap(),
+        );
+        assert_eq!(e.unwrap().batches[0].columns(), b.columns());
     }
 
     #[test]
