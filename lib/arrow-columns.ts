@@ -17,10 +17,10 @@
 // copied into one packed byte array, each at a 64-byte aligned offset, and the binding copies
 // that once: V8 keeps typed arrays of up to 64 bytes (apache-arrow's usual buffer size for a
 // few rows) on its heap, and handing each to Node-API made V8 move it to a new off-heap
-// backing store first, which, with a reference per buffer and an allocation per buffer in
-// Rust, cost a one-row put more than the rest of it. Larger buffers go as they are. The words
-// and the packed bytes are written into arrays reused from put to put, which the binding
-// copies before the put call returns.
+// backing store first; with a reference and an allocation per buffer in Rust besides, that
+// was about a fifth of a one-row Table put (13.8 µs before, 11.0 after). Larger buffers go as
+// they are. The words and the packed bytes are written into arrays reused from put to put,
+// which the binding copies before the put call returns.
 
 import { type SchemaPlan, TYPE, type TypePlan } from './arrow-schema.js'
 import { InvalidArgumentError, describeValue } from './errors.js'
