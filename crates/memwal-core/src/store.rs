@@ -758,6 +758,50 @@ mod tests {
         }
     }
 
+    // The file of the next WAL entry is opened while this one is written (`StdFs`): after a put
+    // into a WAL directory, a spare for that directory appears, and other puts ask for none.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_wal_put_has_the_next_entry_s_file_opened_ahead() {
+        let _serial = fs::spare_tests();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::local(dir.path()).unwrap();
+            let paths = store.shard_paths(Uuid::new_v4());
+            let manifest = paths.shard_dir().clone().join("other.json");
+            store
+                .put_if_absent(&manifest, Bytes::from_static(b"{}"))
+                .await
+                .unwrap();
+            store
+                .put_if_absent(&paths.wal_entry(1), Bytes::from_static(b"one"))
+                .await
+                .unwrap();
+            let on_disk = |p: &Path| {
+                let mut d = dir.path().to_path_buf();
+                d.extend(p.parts().map(|part| part.as_ref().to_string()));
+                d
+            };
+            let wal_dir = on_disk(&paths.wal_dir());
+            // The spare is opened on a blocking thread after the put began: wait for it
+            // (another test's WAL puts can only add spares of their own directories).
+            let mut spares = fs::spare_count(&wal_dir);
+            for _ in 0..1000 {
+                if spares > 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                spares = fs::spare_count(&wal_dir);
+            }
+            assert_eq!(spares, 1, "a spare for the WAL directory");
+            assert_eq!(fs::spare_count(&on_disk(paths.shard_dir())), 0);
+        });
+    }
+
     // A lost race for a slot must not cost another data sync: a local store writes the data
     // once and links it at the first free name; other stores try only the first name.
     #[tokio::test]

@@ -283,6 +283,17 @@ impl Shared {
         }
     }
 
+    /// Has the file system open the file of the next WAL entry in `dir` ahead ([`Fs::prepare`]),
+    /// on another blocking thread while this entry is written and synced: WAL entries are
+    /// appended one after another, so the next one is this one's successor. Best effort: an
+    /// error here only means the next stage opens its own file.
+    fn prepare_next(&self, dir: &std::path::Path) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (fs, dir) = (self.fs.clone(), dir.to_path_buf());
+            drop(runtime.spawn_blocking(move || fs.prepare(&dir)));
+        }
+    }
+
     /// Stages `data` for a create in the directory of `location` ([`Fs::stage`]).
     fn stage_blocking(&self, location: &Path, data: &[u8]) -> io::Result<Staged> {
         let path = self.fs_path(location);
@@ -308,6 +319,9 @@ impl Shared {
         let path = self.fs_path(location);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&parent)?;
+        if is_wal_path(location) && matches!(mode, PutMode::Create) {
+            self.prepare_next(&parent);
+        }
         if prestaged.is_none() {
             self.injected_data_sync_failure(location, &path)?;
         }
