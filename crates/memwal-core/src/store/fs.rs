@@ -427,20 +427,28 @@ mod spares {
     use std::fs::File;
     use std::path::{Path, PathBuf};
     use std::sync::Mutex;
+    use std::time::Duration;
 
     use rustix::fd::OwnedFd;
+    use tokio::time::Instant;
 
     /// Spares kept for one directory: one for the next stage, one for the stage after it
     /// when a prepare is slower than an append.
     const PER_DIR: usize = 2;
-    /// Spares kept in all (each holds two descriptors); the oldest goes to make room, so that
-    /// directories no longer written cannot hold every place.
+    /// Spares kept in all (each holds two descriptors).
     const TOTAL: usize = 16;
+    /// A spare this old belongs to a directory no longer written (a stage takes its
+    /// directory's oldest spare): it may make room for another directory's. Younger spares are
+    /// never evicted, because closing an unused spare frees its inode, which only adds to the
+    /// recently deleted inodes that every later create scans past: with more directories
+    /// written than places, the directories without one simply open their own file.
+    const IDLE: Duration = Duration::from_secs(10);
 
     struct Spare {
         path: PathBuf,
         dir: OwnedFd,
         file: File,
+        opened: Instant,
     }
 
     /// Oldest first.
@@ -467,25 +475,37 @@ mod spares {
         }
     }
 
-    /// Whether `dir` has room for another spare.
-    pub(super) fn wanted(dir: &Path) -> bool {
-        lock().iter().filter(|s| s.path == dir).count() < PER_DIR
+    /// Whether a spare for `dir` would be kept now: `dir` has fewer than [`PER_DIR`], and
+    /// there is a free place or an idle spare to make room.
+    fn has_room(spares: &VecDeque<Spare>, dir: &Path, now: Instant) -> bool {
+        spares.iter().filter(|s| s.path == dir).count() < PER_DIR
+            && (spares.len() < TOTAL || spares.iter().any(|s| now - s.opened >= IDLE))
     }
 
-    /// Keeps a spare for `dir`, unless it has enough meanwhile (then it is closed, and its
-    /// inode, never named, is freed).
-    pub(super) fn put(dir: &Path, (fd, file): (OwnedFd, File)) {
+    /// Whether a spare opened now for `dir` would be kept.
+    pub(super) fn wanted(dir: &Path) -> bool {
+        has_room(&lock(), dir, Instant::now())
+    }
+
+    /// Keeps a spare for `dir`, opened at `opened`, evicting the oldest idle spare if every
+    /// place is taken; if there is no room after all (another prepare filled it meanwhile),
+    /// the spare is closed and its inode, never named, is freed.
+    pub(super) fn put(dir: &Path, (fd, file): (OwnedFd, File), opened: Instant) {
         let mut spares = lock();
-        if spares.iter().filter(|s| s.path == dir).count() >= PER_DIR {
+        let now = Instant::now();
+        if !has_room(&spares, dir, now) {
             return;
         }
-        if spares.len() >= TOTAL {
-            spares.pop_front();
+        if spares.len() >= TOTAL
+            && let Some(i) = spares.iter().position(|s| now - s.opened >= IDLE)
+        {
+            spares.remove(i);
         }
         spares.push_back(Spare {
             path: dir.to_path_buf(),
             dir: fd,
             file,
+            opened,
         });
     }
 
@@ -502,7 +522,7 @@ mod spares {
     }
 
     #[cfg(test)]
-    pub(super) const LIMITS: (usize, usize) = (PER_DIR, TOTAL);
+    pub(super) const LIMITS: (usize, usize, Duration) = (PER_DIR, TOTAL, IDLE);
 }
 
 /// Spares held for `dir` (tests of the stores that ask for them).
@@ -543,7 +563,7 @@ impl Fs for StdFs {
         if spares::wanted(dir)
             && let Some(opened) = open_unnamed(dir)
         {
-            spares::put(dir, opened?);
+            spares::put(dir, opened?, tokio::time::Instant::now());
         }
         Ok(())
     }
@@ -664,7 +684,7 @@ mod tests {
     fn a_prepared_file_is_what_the_next_stage_writes() {
         let _serial = spare_tests();
         let dir = tempfile::tempdir().unwrap();
-        let (per_dir, _) = spares::LIMITS;
+        let (per_dir, _, _) = spares::LIMITS;
         for _ in 0..per_dir + 1 {
             StdFs.prepare(dir.path()).unwrap();
         }
@@ -703,21 +723,54 @@ mod tests {
         assert_eq!(StdFs.read(&dir.join("a")).unwrap(), b"one");
     }
 
-    // Other tests may prepare at the same time, which only evicts more.
+    // Other lib tests' WAL puts may add spares of their own directories meanwhile; they too
+    // evict only idle spares.
     #[cfg(target_os = "linux")]
     #[test]
-    fn spares_of_directories_no_longer_written_make_room() {
+    fn only_idle_spares_make_room_for_other_directories() {
         let _serial = spare_tests();
-        let (_, total) = spares::LIMITS;
-        let dirs: Vec<_> = (0..=total).map(|_| tempfile::tempdir().unwrap()).collect();
-        for d in &dirs {
-            StdFs.prepare(d.path()).unwrap();
+        let (_, total, idle) = spares::LIMITS;
+        let dirs: Vec<_> = (0..=total + 1)
+            .map(|_| tempfile::tempdir().unwrap())
+            .collect();
+        let Some(Ok(_)) = open_unnamed(dirs[0].path()) else {
+            return; // no O_TMPFILE here
+        };
+        // The spares are process-wide: leave none of these directories' behind, even on failure.
+        struct Drain<'a>(&'a [tempfile::TempDir]);
+        impl Drop for Drain<'_> {
+            fn drop(&mut self) {
+                for d in self.0 {
+                    while spares::take(d.path()).is_some() {}
+                }
+            }
         }
-        if spares::count(dirs[total].path()) == 0 && spares::total() == 0 {
-            return;
+        let _drain = Drain(&dirs);
+        let long_ago = tokio::time::Instant::now() - 2 * idle;
+        for d in &dirs[..total] {
+            spares::put(d.path(), open_unnamed(d.path()).unwrap().unwrap(), long_ago);
         }
         assert!(spares::total() <= total);
-        assert_eq!(spares::count(dirs[0].path()), 0, "the oldest was evicted");
+        // Every place taken by idle spares: a new directory's spare evicts the oldest.
+        StdFs.prepare(dirs[total].path()).unwrap();
+        assert_eq!(spares::count(dirs[total].path()), 1);
+        assert_eq!(
+            spares::count(dirs[0].path()),
+            0,
+            "the oldest idle spare was evicted"
+        );
+        // Spares in use are never evicted: fill the places with fresh ones.
+        for d in &dirs[..total] {
+            while spares::take(d.path()).is_some() {}
+            StdFs.prepare(d.path()).unwrap();
+        }
+        StdFs.prepare(dirs[total + 1].path()).unwrap();
+        assert_eq!(
+            spares::count(dirs[total + 1].path()),
+            0,
+            "no idle spare to evict"
+        );
+        assert_eq!(spares::count(dirs[total].path()), 1, "a fresh spare stays");
     }
 
     #[test]
