@@ -124,6 +124,12 @@ pub(crate) enum FirstFree {
 #[derive(Debug, Clone)]
 pub(crate) struct OrNext(pub Vec<Path>);
 
+/// Put-option extension: the caller waits for this create and will soon make another in the
+/// same directory (a durable writer's WAL appends), so a local store may open that next file
+/// ahead while this one is written and synced (`fs::StdFs`). Other stores ignore it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PrepareNext;
+
 /// Put-option extension: the data of a create, already staged in the put's directory by
 /// [`local::LocalStore::stage`]; the put only names it.
 #[derive(Debug, Clone)]
@@ -477,11 +483,22 @@ impl Store {
         path: &Path,
         bytes: Bytes,
     ) -> object_store::Result<CreateOutcome> {
+        self.put_if_absent_then(path, bytes, false).await
+    }
+
+    /// [`Store::put_if_absent`]; with `prepare_next`, the caller will soon create another
+    /// object in `path`'s directory ([`PrepareNext`]).
+    pub(crate) async fn put_if_absent_then(
+        &self,
+        path: &Path,
+        bytes: Bytes,
+        prepare_next: bool,
+    ) -> object_store::Result<CreateOutcome> {
         // The same create as at the first free of one path, with nothing staged.
         let unstaged = StagedPut { bytes, local: None };
         Ok(
             match self
-                .put_if_absent_first_free(std::slice::from_ref(path), &unstaged)
+                .create_first_free(std::slice::from_ref(path), &unstaged, prepare_next)
                 .await?
             {
                 FirstFree::Created(_) => CreateOutcome::Created,
@@ -510,6 +527,17 @@ impl Store {
         paths: &[Path],
         staged: &StagedPut,
     ) -> object_store::Result<FirstFree> {
+        self.create_first_free(paths, staged, false).await
+    }
+
+    /// [`Store::put_if_absent_first_free`], telling the store whether another create in the
+    /// same directory follows soon ([`PrepareNext`]).
+    async fn create_first_free(
+        &self,
+        paths: &[Path],
+        staged: &StagedPut,
+        prepare_next: bool,
+    ) -> object_store::Result<FirstFree> {
         let Some((first, rest)) = paths.split_first() else {
             return Ok(FirstFree::Taken(0));
         };
@@ -517,6 +545,9 @@ impl Store {
             mode: PutMode::Create,
             ..Default::default()
         };
+        if prepare_next {
+            opts.extensions.insert(PrepareNext);
+        }
         let tried = match &staged.local {
             Some(prestaged) => {
                 opts.extensions.insert(OrNext(rest.to_vec()));
@@ -758,8 +789,9 @@ mod tests {
         }
     }
 
-    // The file of the next WAL entry is opened while this one is written (`StdFs`): after a put
-    // into a WAL directory, a spare for that directory appears, and other puts ask for none.
+    // The file of the next create is opened while this one is written (`StdFs`) when the put
+    // says another follows (`PrepareNext`, a durable writer's WAL appends): a spare for that
+    // directory appears; a put that does not say so asks for none.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_wal_put_has_the_next_entry_s_file_opened_ahead() {
@@ -774,11 +806,11 @@ mod tests {
             let paths = store.shard_paths(Uuid::new_v4());
             let manifest = paths.shard_dir().clone().join("other.json");
             store
-                .put_if_absent(&manifest, Bytes::from_static(b"{}"))
+                .put_if_absent_then(&manifest, Bytes::from_static(b"{}"), false)
                 .await
                 .unwrap();
             store
-                .put_if_absent(&paths.wal_entry(1), Bytes::from_static(b"one"))
+                .put_if_absent_then(&paths.wal_entry(1), Bytes::from_static(b"one"), true)
                 .await
                 .unwrap();
             let on_disk = |p: &Path| {

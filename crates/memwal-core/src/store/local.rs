@@ -55,7 +55,7 @@ use object_store::{
 use super::faults::Faults;
 use super::fs::{FileInfo, Fs, STAGING_PREFIX, Staged};
 use super::paths::is_wal_path;
-use super::{CreatedAt, OrNext, Prestaged, SyncFailure};
+use super::{CreatedAt, OrNext, PrepareNext, Prestaged, SyncFailure};
 
 /// See the module docs.
 pub struct LocalStore {
@@ -283,10 +283,10 @@ impl Shared {
         }
     }
 
-    /// Has the file system open the file of the next WAL entry in `dir` ahead ([`Fs::prepare`]),
-    /// on another blocking thread while this entry is written and synced: WAL entries are
-    /// appended one after another, so the next one is this one's successor. Best effort: an
-    /// error here only means the next stage opens its own file.
+    /// Has the file system open the file of the next create in `dir` ahead ([`Fs::prepare`]),
+    /// on another blocking thread while this one is written and synced ([`PrepareNext`]: a
+    /// durable writer's WAL entries are appended one after another). Best effort: an error
+    /// here only means the next stage opens its own file.
     fn prepare_next(&self, dir: &std::path::Path) {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (fs, dir) = (self.fs.clone(), dir.to_path_buf());
@@ -307,7 +307,7 @@ impl Shared {
 
     /// Writes `data` at `location` (or, for a create with `or_next`, at the first free of
     /// `location` and `or_next`; with `prestaged`, names that instead of writing `data`); the
-    /// index written.
+    /// index written. With `prepare_next`, a create has the next one's file opened meanwhile.
     fn put_blocking(
         &self,
         location: &Path,
@@ -315,11 +315,12 @@ impl Shared {
         prestaged: Option<&Staged>,
         data: Bytes,
         mode: &PutMode,
+        prepare_next: bool,
     ) -> io::Result<usize> {
         let path = self.fs_path(location);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&parent)?;
-        if is_wal_path(location) && matches!(mode, PutMode::Create) {
+        if prepare_next && matches!(mode, PutMode::Create) {
             self.prepare_next(&parent);
         }
         if prestaged.is_none() {
@@ -480,10 +481,19 @@ impl ObjectStore for LocalStore {
             .map(|o| o.0.clone())
             .unwrap_or_default();
         let prestaged = opts.extensions.get::<Prestaged>().map(|p| p.0.clone());
-        let created =
-            blocking(move || me.put_blocking(&loc, &or_next, prestaged.as_deref(), data, &mode))
-                .await?
-                .map_err(|e| to_store_error(&location, e))?;
+        let prepare_next = opts.extensions.get::<PrepareNext>().is_some();
+        let created = blocking(move || {
+            me.put_blocking(
+                &loc,
+                &or_next,
+                prestaged.as_deref(),
+                data,
+                &mode,
+                prepare_next,
+            )
+        })
+        .await?
+        .map_err(|e| to_store_error(&location, e))?;
         let mut extensions = object_store::Extensions::new();
         extensions.insert(CreatedAt(created));
         Ok(PutResult {

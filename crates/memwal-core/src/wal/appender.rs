@@ -89,6 +89,11 @@ pub struct WalAppender {
     epoch: u64,
     next_position: u64,
     retry: RetryPolicy,
+    /// Whether a put waits for each append (durable mode): then the store may open the next
+    /// entry's file while this one is written ([`crate::store::PrepareNext`]). A non-durable
+    /// writer's appends are waited for by nobody, and the extra thread would take CPU from
+    /// the puts.
+    prepare_next: bool,
 }
 
 impl WalAppender {
@@ -108,7 +113,13 @@ impl WalAppender {
             epoch,
             next_position: next_position.max(1),
             retry,
+            prepare_next: false,
         }
+    }
+
+    /// Has the store open each next entry's file ahead (see the field): for durable writers.
+    pub(crate) fn set_prepare_next(&mut self, prepare_next: bool) {
+        self.prepare_next = prepare_next;
     }
 
     /// The position the next append will try.
@@ -187,7 +198,11 @@ impl WalAppender {
             .pause_point("wal-append-before-put")
             .await;
         loop {
-            match self.store.put_if_absent(&path, bytes.clone()).await {
+            match self
+                .store
+                .put_if_absent_then(&path, bytes.clone(), self.prepare_next)
+                .await
+            {
                 Ok(CreateOutcome::Created) => {
                     self.next_position = position + 1;
                     return Ok((position, bytes.len()));

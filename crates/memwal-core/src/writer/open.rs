@@ -227,6 +227,7 @@ pub(crate) async fn open(
         tip,
         retry.clone(),
     );
+    appender.set_prepare_next(config.durable_write);
     store.faults().pause_point("open-before-sentinel").await;
     let fence_sentinel_position = if epoch >= 2 {
         let (at, _, _) = stats
