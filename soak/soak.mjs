@@ -4,7 +4,9 @@
 // failover to a new writer process every few seconds (each fences the one before), garbage
 // collection and compaction on. Checked while it runs and at the end:
 //   - bytes on disk stay within 2x the live data (the generation files the manifest lists)
-//     plus the WAL above the low-water mark, plus a fixed allowance for small files;
+//     plus the WAL above the low-water mark, plus the replaced or unlisted generation folders
+//     that collection may still keep (within their grace period), plus a fixed allowance for
+//     small files; and no unlisted folder outlives its grace period (plus slack);
 //   - replay stays bounded: no open replays more than a few MemTables' worth of rows;
 //   - every acknowledged row is read exactly once through ShardWriter.scan(), ShardReader.scan()
 //     and DuckDB over the listed generation files.
@@ -16,13 +18,13 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 
 import { DuckDBInstance } from '@duckdb/node-api'
 
-import { ShardReader, ShardWriter, WalTailer, collectGarbage } from '../index.js'
+import { ShardReader, ShardWriter, collectGarbage } from '../index.js'
 import { SHARD, WRITER_OPTIONS, schema } from './config.mjs'
 
 const { values: args } = parseArgs({
@@ -47,15 +49,42 @@ const log = (line) => {
   if (!args.json) console.log(line)
 }
 
+// Collection removes files while the shard is measured: a file or folder gone between its
+// listing and its stat counts as absent.
+const gone = (e) => e?.code === 'ENOENT'
+
+/** The stat of `path`, or null if it is gone. */
+function statOrNull(path) {
+  try {
+    return statSync(path)
+  } catch (e) {
+    if (gone(e)) return null
+    throw e
+  }
+}
+
+/** The names in folder `path`, or none if it is gone. */
+function namesIn(path) {
+  try {
+    return readdirSync(path)
+  } catch (e) {
+    if (gone(e)) return []
+    throw e
+  }
+}
+
 /** Bytes of every file under `path`. */
 function bytesUnder(path) {
   let total = 0
-  for (const name of readdirSync(path, { withFileTypes: true })) {
-    const p = join(path, name.name)
-    total += name.isDirectory() ? bytesUnder(p) : statSync(p).size
+  for (const name of namesIn(path)) {
+    const st = statOrNull(join(path, name))
+    if (st === null) continue
+    total += st.isDirectory() ? bytesUnder(join(path, name)) : st.size
   }
   return total
 }
+
+const mib = (bytes) => (bytes / 2 ** 20).toFixed(1)
 
 const failures = []
 const fail = (what) => {
@@ -87,31 +116,65 @@ function startWriter(index) {
   return { index, child, ackFile, exited, opened }
 }
 
-/** What the shard holds on disk now: every byte, the live generation files, the WAL above the mark. */
+// Collection runs every `gcIntervalMs` and removes a generation folder the manifest no longer
+// lists once its newest file is `gcGraceMs` old; a pass that deletes thousands of WAL entries on
+// a busy machine can take seconds, so a folder is counted as left behind only this much later.
+const COLLECTION_SLACK_MS = 15_000
+// A fixed allowance for the rest: manifest versions, the fence sentinels kept forever (one per
+// failover), WAL entries below the mark that the next pass removes, request-id files.
+const ALLOWANCE = 8 * 1024 * 1024
+
+/**
+ * What the shard holds on disk now: every byte; the listed generation files; the WAL above the
+ * low-water mark and below it; generation folders the manifest no longer lists (replaced by a
+ * compaction, a fenced writer's lost flush, one in progress), split into those collection may
+ * still keep (younger than the grace period plus slack) and those it should have removed.
+ */
 async function diskNow() {
   const reader = await ShardReader.open(dir, { shard: SHARD })
   const manifest = await reader.manifest()
   const files = await reader.files()
-  const live = files.reduce((n, f) => n + statSync(f.uri).size, 0)
   const shardDir = join(dir, '_mem_wal', reader.shardId)
-  const walDir = join(shardDir, 'wal')
-  const tailer = await WalTailer.open(dir, { shard: SHARD })
-  let walAbove = 0
-  let walFiles = 0
-  for (const name of readdirSync(walDir)) {
-    walFiles++
+  await reader.close()
+  // Listed files by folder and name (the live data), and their folders.
+  const listedFiles = new Set(files.map((f) => join(basename(dirname(f.uri)), basename(f.uri))))
+  const listed = new Set(files.map((f) => basename(dirname(f.uri))))
+  const now = Date.now()
+  const d = { total: 0, live: 0, walAbove: 0, walBelow: 0, unlistedKept: 0, leftBehind: [], walFiles: 0, generations: files.length }
+  for (const name of namesIn(join(shardDir, 'wal'))) {
+    const st = statOrNull(join(shardDir, 'wal', name))
+    if (st === null) continue
+    d.walFiles++
+    d.total += st.size
     // bitrev64 names: the position is the reversed binary digits.
     const position = Number.parseInt(name.slice(0, 64).split('').reverse().join(''), 2)
-    if (position > manifest.walLowWater) walAbove += statSync(join(walDir, name)).size
+    if (position > manifest.walLowWater) d.walAbove += st.size
+    else d.walBelow += st.size
   }
-  await tailer.close()
-  await reader.close()
-  return { total: bytesUnder(shardDir), live, walAbove, walFiles, generations: files.length }
+  for (const folder of namesIn(shardDir)) {
+    if (folder === 'wal') continue
+    if (!/_gen_\d+$/.test(folder)) {
+      d.total += bytesUnder(join(shardDir, folder))
+      continue
+    }
+    const stats = namesIn(join(shardDir, folder))
+      .map((n) => [n, statOrNull(join(shardDir, folder, n))])
+      .filter(([, st]) => st !== null)
+    if (stats.length === 0) continue
+    const bytes = stats.reduce((n, [, st]) => n + st.size, 0)
+    const newest = Math.max(...stats.map(([, st]) => st.mtimeMs))
+    d.total += bytes
+    if (listed.has(folder)) {
+      for (const [n, st] of stats) if (listedFiles.has(join(folder, n))) d.live += st.size
+    } else if (now - newest < WRITER_OPTIONS.gcGraceMs + COLLECTION_SLACK_MS) d.unlistedKept += bytes
+    else d.leftBehind.push(`${folder} (${Math.round((now - newest) / 1000)} s old)`)
+  }
+  return d
 }
 
-// A fixed allowance for what is neither data nor WAL: manifest versions, the fence sentinels
-// kept forever (one per failover), request-id files, a flush or compaction in flight.
-const ALLOWANCE = 8 * 1024 * 1024
+/** The check after every failover: collection keeps up, and the disk holds what it may. */
+const allowedBytes = (d) => 2 * d.live + d.walAbove + d.unlistedKept + ALLOWANCE
+
 const started = Date.now()
 const deadline = started + minutes * 60_000
 const opens = []
@@ -138,13 +201,17 @@ while (Date.now() < deadline) {
   if (code !== 0) fail(`writer ${previous.index} exited with code ${code}`)
   const d = await diskNow()
   disk.push(d)
-  const allowed = 2 * d.live + d.walAbove + ALLOWANCE
-  if (d.total > allowed) {
-    fail(`after failover ${writers - 1}: ${d.total} bytes on disk > 2 x ${d.live} live + ${d.walAbove} WAL + ${ALLOWANCE}`)
+  if (d.total > allowedBytes(d)) {
+    fail(
+      `after failover ${writers - 1}: ${d.total} bytes on disk > 2 x ${d.live} live + ${d.walAbove} WAL above the mark + ${d.unlistedKept} in replaced or unlisted generations within the grace period + ${ALLOWANCE} (WAL below the mark: ${d.walBelow})`,
+    )
+  }
+  if (d.leftBehind.length > 0) {
+    fail(`after failover ${writers - 1}: collection left ${d.leftBehind.length} unlisted generation folders past their grace period: ${d.leftBehind.slice(0, 5).join(', ')}`)
   }
   const last = opens[opens.length - 1]
   log(
-    `soak: ${Math.round((Date.now() - started) / 1000)} s, writer ${writers - 1}: opened in ${last.openMs.toFixed(0)} ms (replayed ${last.replayedRows} rows), disk ${(d.total / 2 ** 20).toFixed(1)} MiB (live ${(d.live / 2 ** 20).toFixed(1)} MiB, WAL ${d.walFiles} files), ${d.generations} generations`,
+    `soak: ${Math.round((Date.now() - started) / 1000)} s, writer ${writers - 1}: opened in ${last.openMs.toFixed(0)} ms (replayed ${last.replayedRows} rows), disk ${mib(d.total)} MiB (live ${mib(d.live)}, unlisted generations in their grace period ${mib(d.unlistedKept)}, WAL ${mib(d.walBelow + d.walAbove)} in ${d.walFiles} files, ${mib(d.walBelow)} of it collectable), ${d.generations} generations`,
   )
 }
 
@@ -200,9 +267,10 @@ const final = await diskNow()
 if (final.walFiles > 2 * writers + 2) {
   fail(`${final.walFiles} WAL files left after the last collection, more than 2 per writer`)
 }
-if (final.total > 2 * final.live + ALLOWANCE) {
-  fail(`${final.total} bytes on disk at the end, more than 2 x ${final.live} live + ${ALLOWANCE}`)
+if (final.total > allowedBytes(final)) {
+  fail(`${final.total} bytes on disk at the end, more than 2 x ${final.live} live + ${final.unlistedKept} within the grace period + ${ALLOWANCE}`)
 }
+if (final.leftBehind.length > 0) fail(`the last collection left ${final.leftBehind.join(', ')}`)
 
 const openMs = opens.map((o) => o.openMs).sort((a, b) => a - b)
 const summary = {
@@ -214,7 +282,7 @@ const summary = {
   rowsRead: { writer: viaWriter, reader: viaReader, duckdb: viaDuckDb },
   openMs: { p50: Math.round(openMs[Math.floor(openMs.length / 2)]), max: Math.round(openMs[openMs.length - 1]) },
   maxReplayedRows: maxReplayed,
-  maxDiskRatio: Math.max(...disk.map((d) => d.total / (2 * d.live + d.walAbove + ALLOWANCE)), 0),
+  maxDiskRatio: Math.max(...disk.map((d) => d.total / allowedBytes(d)), 0),
   final: { ...final, walLowWater: manifest.walLowWater },
   failures,
 }

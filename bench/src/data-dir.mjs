@@ -22,7 +22,14 @@ export function retire(dir) {
     throw e
   }
   for (const e of entries) {
-    if (e.isFile()) fs.truncateSync(path.join(e.parentPath ?? e.path, e.name), 0)
+    if (!e.isFile()) continue
+    try {
+      fs.truncateSync(path.join(e.parentPath ?? e.path, e.name), 0)
+    } catch (err) {
+      // abort() does not wait for a flush already writing (see rmrf below): its staging file
+      // can be renamed, or collection can remove a file, between the listing and here.
+      if (err?.code !== 'ENOENT') throw err
+    }
   }
 }
 
