@@ -144,7 +144,10 @@ export interface ShardWriterOptions {
    * Whether the writer merges small generations: after a generation flush that leaves more
    * than `compactionMaxGenerations`, the oldest run of generations smaller than half of
    * `compactionTargetBytes` (up to that many bytes in all) becomes one generation, committed
-   * atomically (a reader sees the old files or the new one, never both). Generations whose
+   * atomically (a reader sees the old files or the new one, never both). A run at the newest
+   * end in which one generation outweighs all the others together waits (the smaller ones
+   * merge among themselves meanwhile) until they outweigh it, so that a large file is not
+   * rewritten at every flush to absorb a small one. Generations whose
    * request ids are still within `requestIdRetentionMs` wait for it to pass. The replaced files
    * are removed by garbage collection after `gcGraceMs`.
    * @defaultValue true

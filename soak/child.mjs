@@ -21,6 +21,14 @@ process.stdout.write(
   `${JSON.stringify({ opened: index, openMs: performance.now() - started, replayedEntries: open.replayedEntries, replayedRows: open.replayedRows })}\n`,
 )
 
+// What compaction rewrites, for the parent's summary (write amplification).
+let compactions = 0
+let compactedRows = 0
+writer.on('compaction', (e) => {
+  compactions++
+  compactedRows += e.rows
+})
+
 let acked = []
 const flushAcks = () => {
   if (acked.length > 0) appendFileSync(ackFile, `${acked.join('\n')}\n`)
@@ -58,4 +66,4 @@ if (fenced) {
   // Told to stop: the last writer flushes everything into generations.
   await writer.close()
 }
-process.stdout.write(`${JSON.stringify({ exited: index, fenced })}\n`)
+process.stdout.write(`${JSON.stringify({ exited: index, fenced, compactions, compactedRows })}\n`)

@@ -92,6 +92,9 @@ const fail = (what) => {
   console.error(`soak: FAILED: ${what}`)
 }
 
+/** Compactions of every writer that has exited, and the rows they rewrote. */
+const compactions = { count: 0, rows: 0 }
+
 /** Every writer process started, so that none outlives this one if it fails. */
 const children = new Set()
 process.on('exit', () => {
@@ -109,6 +112,14 @@ function startWriter(index) {
   child.on('exit', () => children.delete(child))
   const lines = createInterface({ input: child.stdout })
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  // Its last line says what its compactions rewrote (see child.mjs).
+  lines.on('line', (line) => {
+    const report = JSON.parse(line)
+    if (report.exited !== undefined) {
+      compactions.count += report.compactions
+      compactions.rows += report.compactedRows
+    }
+  })
   const opened = new Promise((resolve, reject) => {
     lines.once('line', (line) => resolve(JSON.parse(line)))
     child.once('exit', (code) => reject(new Error(`writer ${index} exited (code ${code}) before it opened`)))
@@ -283,6 +294,8 @@ const summary = {
   openMs: { p50: Math.round(openMs[Math.floor(openMs.length / 2)]), max: Math.round(openMs[openMs.length - 1]) },
   maxReplayedRows: maxReplayed,
   maxDiskRatio: Math.max(...disk.map((d) => d.total / allowedBytes(d)), 0),
+  meanUnlistedKeptBytes: Math.round(disk.reduce((n, d) => n + d.unlistedKept, 0) / Math.max(disk.length, 1)),
+  compactions: { ...compactions, rowsPerAckedRow: compactions.rows / Math.max(acked.length, 1) },
   final: { ...final, walLowWater: manifest.walLowWater },
   failures,
 }
@@ -294,6 +307,9 @@ if (args.json) {
   )
   log(
     `soak: open p50 ${summary.openMs.p50} ms, max ${summary.openMs.max} ms; at most ${maxReplayed} rows replayed; disk at most ${(summary.maxDiskRatio * 100).toFixed(0)}% of the bound; at the end ${(final.total / 2 ** 20).toFixed(1)} MiB on disk for ${(final.live / 2 ** 20).toFixed(1)} MiB of generations (${final.generations} files), ${final.walFiles} WAL files`,
+  )
+  log(
+    `soak: ${compactions.count} compactions rewrote ${compactions.rows} rows (${summary.compactions.rowsPerAckedRow.toFixed(2)} per acknowledged row); replaced or unlisted generations in their grace period: ${mib(summary.meanUnlistedKeptBytes)} MiB on average`,
   )
 }
 if (args.dir === undefined) rmSync(dir, { recursive: true, force: true })
