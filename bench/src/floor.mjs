@@ -112,7 +112,10 @@ export function rustFloorBinary(benchDir, { allowDebug = false } = {}) {
   if (!fs.existsSync(target)) return null
   const exists = (list) => list.filter((c) => fs.existsSync(c))
   const newest = (list) => list.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0] ?? null
-  const release = exists(fs.readdirSync(target).map((t) => path.join(target, t, 'release', 'examples', 'store_floor')))
+  // `target/release` (a build for the host) and `target/<triple>/release` (napi's builds).
+  const release = exists(
+    ['', ...fs.readdirSync(target)].map((t) => path.join(target, t, 'release', 'examples', 'store_floor')),
+  )
   const debug = allowDebug ? exists([path.join(target, 'debug', 'examples', 'store_floor')]) : []
   return newest(release) ?? newest(debug)
 }

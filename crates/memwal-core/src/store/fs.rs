@@ -536,10 +536,8 @@ pub(crate) fn spare_count(dir: &Path) -> usize {
 /// Held by tests that count spares: the spares are process-wide, and the test that fills them
 /// all would evict another's.
 #[cfg(all(test, target_os = "linux"))]
-pub(crate) static SPARE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn spare_tests() -> std::sync::MutexGuard<'static, ()> {
+    static SPARE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SPARE_TESTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
