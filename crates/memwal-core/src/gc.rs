@@ -47,6 +47,8 @@ use std::time::{Duration, SystemTime};
 use crate::error::{Error, Result};
 use crate::manifest::{ManifestStore, ShardManifest};
 use crate::shard::ShardRef;
+use crate::store::call::Actor;
+use crate::store::faults::as_actor;
 use crate::store::{ShardPaths, Store, parse_bitrev64_name};
 use crate::wal::{self, entry};
 
@@ -109,12 +111,15 @@ pub async fn collect(
     options: &GcOptions,
 ) -> Result<GcReport> {
     let shard = shard.into();
-    let paths = store.shard_paths(shard.id());
-    let manifests = ManifestStore::new(store.clone(), paths.clone());
-    let Some(manifest) = manifests.read_latest().await? else {
-        return Err(shard.not_found_at(store.location()));
-    };
-    collect_from(store, &paths, &manifest, options).await
+    as_actor(Actor::Gc, async {
+        let paths = store.shard_paths(shard.id());
+        let manifests = ManifestStore::new(store.clone(), paths.clone());
+        let Some(manifest) = manifests.read_latest().await? else {
+            return Err(shard.not_found_at(store.location()));
+        };
+        collect_from(store, &paths, &manifest, options).await
+    })
+    .await
 }
 
 /// [`collect`] for the shard of `paths`, whose latest manifest is `manifest`.

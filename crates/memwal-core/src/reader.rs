@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::error::{Error, ErrorCode, Result};
 use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::shard::ShardRef;
+use crate::store::call::Actor;
 use crate::store::{ShardPaths, Store};
 use crate::wal::{self, WalEntry};
 
@@ -139,6 +140,7 @@ pub struct ShardListing {
 /// The shards in `store`, with their names, and the shard folders that have no manifest.
 pub async fn list_shards(store: &Store) -> Result<ShardListing> {
     use futures::StreamExt;
+    let store = &store.acting_as(Actor::Reader);
     let ids = store.list_shards().await?;
     let found: Vec<Result<(Uuid, Option<Option<String>>)>> = futures::stream::iter(ids)
         .map(|id| async move {
@@ -185,6 +187,7 @@ impl ShardReader {
     /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`. Fails if it has no manifest.
     pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
         let shard = shard.into();
+        let store = store.acting_as(Actor::Reader);
         let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         let Some(manifest) = manifests.read_latest().await? else {
@@ -316,6 +319,7 @@ impl WalTailer {
     /// A tailer over `shard` (a [`ShardRef`], or a shard id) in `store` (which need not have
     /// any entry yet).
     pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
+        let store = store.acting_as(Actor::Tailer);
         let paths = store.shard_paths(shard.into().id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
         Ok(WalTailer {

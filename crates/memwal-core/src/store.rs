@@ -30,6 +30,7 @@
 //! A failed sync is the one store error that must never be retried: [`is_sync_failure`] is
 //! the single place that says whether an error is one.
 
+pub mod call;
 mod cloud;
 pub mod counting;
 #[cfg(feature = "testing")]
@@ -60,6 +61,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use call::{StoreOp, When};
 use faults::Faults;
 use fs::{Fs, Staged, StdFs};
 use local::LocalStore;
@@ -164,11 +166,16 @@ pub struct Store {
     needs_create_check: bool,
     /// memwal's local store, when it is the backend: it honours [`OrNext`] and can stage.
     local: Option<Arc<LocalStore>>,
-    /// Time allowed to a best-effort request ([`Store::get_best_effort`],
-    /// [`Store::put_overwrite`]) before memwal goes on without it; `None`: no limit of its own.
-    /// Set for remote stores only: a local read that outlasts it under a paused test clock
+    /// Time allowed to a best-effort request ([`Store::put_overwrite`]) before memwal goes on
+    /// without it; `None`: no limit of its own. Set for remote stores only: a local read that outlasts it under a paused test clock
     /// would be cut short for nothing.
     best_effort_budget: Option<Duration>,
+    /// A name a test gives this handle (`Store::with_label`), so that a stall can hold the
+    /// calls of one writer and not another's on the same store.
+    label: Option<Arc<str>>,
+    /// Whose calls go through this handle when no actor scope says otherwise (readers and
+    /// tailers keep a handle of their own; see [`call`]).
+    actor: call::Actor,
 }
 
 impl fmt::Debug for Store {
@@ -334,6 +341,8 @@ impl Store {
             needs_create_check: false,
             local: None,
             best_effort_budget: None,
+            label: None,
+            actor: call::Actor::Other,
         }
     }
 
@@ -346,6 +355,36 @@ impl Store {
             stats,
         ));
         s
+    }
+
+    /// This store under `label`: the same objects and fault controller, with every call
+    /// through this handle (and the writers, readers and collections opened on it) carrying
+    /// the label, so that a stall can single it out (`faults::Stall::label`).
+    pub fn with_label(&self, label: &str) -> Store {
+        let mut s = self.clone();
+        s.label = Some(Arc::from(label));
+        s
+    }
+
+    /// This handle with its calls attributed to `actor` where no actor scope is set.
+    pub(crate) fn acting_as(&self, actor: call::Actor) -> Store {
+        let mut s = self.clone();
+        s.actor = actor;
+        s
+    }
+
+    /// Runs `call`, one `op` on `path`, between the fault controller's two looks at it (see
+    /// [`call`]).
+    async fn call<T>(&self, op: StoreOp, path: &Path, call: impl Future<Output = T>) -> T {
+        let (label, actor) = (self.label.as_deref(), self.actor);
+        self.faults
+            .store_call(label, actor, op, path, When::Before)
+            .await;
+        let out = call.await;
+        self.faults
+            .store_call(label, actor, op, path, When::After)
+            .await;
+        out
     }
 
     /// Sets the time a best-effort request (the manifest's version hint) may take before it
@@ -466,8 +505,11 @@ impl Store {
     /// The names of the directories (common prefixes) directly under `prefix`.
     pub(crate) async fn list_dirs(&self, prefix: &Path) -> Result<Vec<String>> {
         let listing = self
-            .object_store
-            .list_with_delimiter(Some(prefix))
+            .call(
+                StoreOp::List,
+                prefix,
+                self.object_store.list_with_delimiter(Some(prefix)),
+            )
             .await
             .map_err(|e| Error::io(format!("listing {prefix}"), e))?;
         Ok(listing
@@ -513,7 +555,10 @@ impl Store {
     /// nothing.
     pub(crate) async fn stage(&self, near: &Path, bytes: Bytes) -> object_store::Result<StagedPut> {
         let local = match &self.local {
-            Some(store) => Some(store.stage(near, bytes.clone()).await?),
+            Some(store) => Some(
+                self.call(StoreOp::Stage, near, store.stage(near, bytes.clone()))
+                    .await?,
+            ),
             None => None,
         };
         Ok(StagedPut { bytes, local })
@@ -557,11 +602,10 @@ impl Store {
             None => 1,
         };
         let bytes = staged.bytes.clone();
-        match self
+        let put = self
             .object_store
-            .put_opts(first, PutPayload::from_bytes(bytes), opts)
-            .await
-        {
+            .put_opts(first, PutPayload::from_bytes(bytes), opts);
+        match self.call(StoreOp::Create, first, put).await {
             Ok(r) => Ok(FirstFree::Created(
                 r.extensions.get::<CreatedAt>().map_or(0, |c| c.0),
             )),
@@ -580,19 +624,10 @@ impl Store {
         path: &Path,
         bytes: Bytes,
     ) -> object_store::Result<()> {
-        self.best_effort(
-            path,
-            self.object_store.put(path, PutPayload::from_bytes(bytes)),
-        )
-        .await
-        .map(|_| ())
-    }
-
-    /// [`Store::get`] within the best-effort budget: for an object that memwal can do
-    /// without (the version hint), so that a store that does not answer costs seconds, not a
-    /// retry budget.
-    pub(crate) async fn get_best_effort(&self, path: &Path) -> object_store::Result<Option<Bytes>> {
-        self.best_effort(path, self.get(path)).await
+        let put = self.object_store.put(path, PutPayload::from_bytes(bytes));
+        self.best_effort(path, self.call(StoreOp::Overwrite, path, put))
+            .await
+            .map(|_| ())
     }
 
     /// `request` (on `path`), cut short after the best-effort budget. Dropping it is safe: a
@@ -623,17 +658,23 @@ impl Store {
 
     /// The object at `path`, or `None` if there is none.
     pub(crate) async fn get(&self, path: &Path) -> object_store::Result<Option<Bytes>> {
-        match self.object_store.get(path).await {
-            Ok(r) => Ok(Some(r.bytes().await?)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        let get = async {
+            match self.object_store.get(path).await {
+                Ok(r) => Ok(Some(r.bytes().await?)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        self.call(StoreOp::Get, path, get).await
     }
 
     /// Whether an object exists at `path`. Errors other than not-found are errors, never
     /// "absent" (reference §1.3).
     pub(crate) async fn exists(&self, path: &Path) -> object_store::Result<bool> {
-        match self.object_store.head(path).await {
+        match self
+            .call(StoreOp::Head, path, self.object_store.head(path))
+            .await
+        {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
@@ -642,7 +683,10 @@ impl Store {
 
     /// Deletes the object at `path`; deleting a missing object succeeds.
     pub(crate) async fn delete(&self, path: &Path) -> object_store::Result<()> {
-        match self.object_store.delete(path).await {
+        match self
+            .call(StoreOp::Delete, path, self.object_store.delete(path))
+            .await
+        {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e),
         }
@@ -650,7 +694,8 @@ impl Store {
 
     /// Every object under `prefix` (recursive).
     pub(crate) async fn list(&self, prefix: &Path) -> object_store::Result<Vec<ObjectMeta>> {
-        self.object_store.list(Some(prefix)).try_collect().await
+        let list = self.object_store.list(Some(prefix)).try_collect();
+        self.call(StoreOp::List, prefix, list).await
     }
 }
 

@@ -35,6 +35,8 @@ use crate::memtable::MemTable;
 use crate::reader::read_generation;
 use crate::stats::{MemTableStats, OpenStats, WalStats, WriteStats};
 use crate::store::Store;
+use crate::store::call::Actor;
+use crate::store::faults::as_actor;
 use open::BackgroundTasks;
 pub use put::{BlockedPut, PutMode, PutOptions, Submitted, WriteResult};
 use state::{Lifecycle, Mode, WriterInner};
@@ -71,7 +73,7 @@ impl ShardWriter {
     /// - `Corrupt`: a manifest or WAL entry cannot be decoded (the message names it).
     /// - `Io`: the store failed.
     pub async fn open(store: Store, schema: SchemaRef, config: WriterConfig) -> Result<Self> {
-        let (inner, tasks) = open::open(store, schema, config).await?;
+        let (inner, tasks) = as_actor(Actor::Claim, open::open(store, schema, config)).await?;
         Ok(ShardWriter {
             inner,
             tasks: Mutex::new(Some(tasks)),
@@ -329,7 +331,12 @@ impl ShardWriter {
     /// append (DESIGN "Writer lifecycle" 3): latch it, or a non-durable writer that was told
     /// it is fenced would go on accepting rows that can never become durable.
     async fn check_fenced_and_latch(&self) -> Result<()> {
-        match self.inner.manifests.check_fenced(self.inner.epoch).await {
+        let inner = &self.inner;
+        match inner
+            .manifests
+            .check_fenced(inner.epoch, &inner.writer_id)
+            .await
+        {
             Err(e) if e.is_terminal() => {
                 self.inner.feedback.poison(e.clone());
                 Err(e)
@@ -538,7 +545,7 @@ impl ShardWriter {
         {
             // WAL-only writers never flush generations, so nothing else moves the tip hint
             // forward; without it the next open probes (or lists) the whole WAL.
-            let _ = inner
+            let commit = inner
                 .manifests
                 .commit_update(inner.epoch, &inner.writer_id, |l| {
                     (l.wal_entry_position_last_seen < last).then(|| {
@@ -546,8 +553,8 @@ impl ShardWriter {
                         n.wal_entry_position_last_seen = last;
                         n
                     })
-                })
-                .await;
+                });
+            let _ = as_actor(Actor::Commit, commit).await;
         }
         inner.lock().lifecycle = Lifecycle::Closed;
         inner.feedback.bump_progress();

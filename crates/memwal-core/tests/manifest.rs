@@ -1,6 +1,6 @@
 //! The shard manifest through the public `ManifestStore` and the writer: how the first claim
 //! initializes a shard, commits against concurrent handles, no caching, and how the latest
-//! version is found (reference §1.3, §8.6).
+//! version is found (reference §1.3, §8.6; the listing rule of `docs/fencing.md`).
 
 mod support;
 
@@ -9,18 +9,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use memwal_core::manifest::{FlushedGeneration, ManifestStore, ShardManifest, ShardStatus};
 use memwal_core::{ErrorCode, ShardReader, Store};
 use object_store::path::Path;
-use object_store::{GetResult, ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload};
 use support::forwarding::{Forwarding, Get, Hooks, StoreResult, injected};
 use support::*;
 
-/// Counts manifest-version HEADs and can make them fail (a transient 503), to observe how the
-/// latest version is found.
+/// Counts listings of a manifest folder and HEADs of manifest versions, and can make the
+/// listings fail (a transient 503), to observe how the latest version is found.
 #[derive(Default)]
-struct ManifestHeads {
-    count: AtomicU64,
+struct ManifestProbes {
+    listings: AtomicU64,
+    heads: AtomicU64,
     fail: AtomicBool,
 }
 
@@ -29,22 +32,32 @@ fn is_manifest_version(path: &Path) -> bool {
 }
 
 #[async_trait]
-impl Hooks for ManifestHeads {
+impl Hooks for ManifestProbes {
     async fn get(&self, inner: &dyn ObjectStore, get: Get<'_>) -> StoreResult<GetResult> {
         if get.options.head && is_manifest_version(get.location) {
-            self.count.fetch_add(1, Ordering::SeqCst);
-            if self.fail.load(Ordering::SeqCst) {
-                return Err(injected(
-                    "probed",
-                    "503 Service Unavailable (injected)".into(),
-                ));
-            }
+            self.heads.fetch_add(1, Ordering::SeqCst);
         }
         get.forward(inner).await
     }
+
+    fn list(
+        &self,
+        inner: &dyn ObjectStore,
+        prefix: Option<&Path>,
+    ) -> BoxStream<'static, StoreResult<ObjectMeta>> {
+        if !prefix.is_some_and(|p| p.as_ref().ends_with("/manifest")) {
+            return inner.list(prefix);
+        }
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        if self.fail.load(Ordering::SeqCst) {
+            let e = injected("probed", "503 Service Unavailable (injected)".into());
+            return futures::stream::once(async move { Err(e) }).boxed();
+        }
+        inner.list(prefix)
+    }
 }
 
-type ProbedStore = Forwarding<ManifestHeads>;
+type ProbedStore = Forwarding<ManifestProbes>;
 
 /// A manifest as `claim_epoch`/`commit_update` return it: the stored checksum is not set.
 fn without_checksum(m: ShardManifest) -> ShardManifest {
@@ -55,7 +68,7 @@ fn without_checksum(m: ShardManifest) -> ShardManifest {
 }
 
 fn probed() -> (Arc<ProbedStore>, Store) {
-    let probed = Forwarding::in_memory(ManifestHeads::default());
+    let probed = Forwarding::in_memory(ManifestProbes::default());
     let store = probed.store("memory://probed");
     (probed, store)
 }
@@ -202,11 +215,11 @@ async fn a_commit_of_a_fenced_epoch_writes_nothing() {
     assert_eq!(without_checksum(shard.manifest().await), new);
 }
 
-// Reference §8.6 scenario 104: a failed HEAD while finding the latest version is an error, not
-// "no such version": the writer's fence check is not reported clear, an open claims nothing,
-// and everything works again once the store heals.
+// Reference §8.6 scenario 104, for memwal's listing: a failed listing while finding the latest
+// version is an error, not "no manifest": the writer's fence check is not reported clear, an
+// open claims nothing, and everything works again once the store heals.
 #[tokio::test]
-async fn a_failed_head_is_an_error_never_the_end_of_the_versions() {
+async fn a_failed_listing_is_an_error_never_the_end_of_the_versions() {
     let (probed, store) = probed();
     let shard = Shard::new(&store);
     let w = shard.open(durable()).await;
@@ -242,11 +255,11 @@ async fn a_failed_head_is_an_error_never_the_end_of_the_versions() {
     shard.assert_recovered([1, 2]).await;
 }
 
-// Reference §8.6 scenario 105, with memwal's probe schedule: from the version hint, HEADs go
-// forward in batches of 2, 4, 8, … 64, so a precise hint costs two successor HEADs and a
-// stale one a number logarithmic in its lag.
+// The latest version is the highest listed (see `docs/fencing.md`): one listing, whatever the
+// version hint says (a hint is only for Lance readers), and no HEADs, however far behind the
+// hint is.
 #[tokio::test]
-async fn finding_the_latest_version_costs_heads_logarithmic_in_the_hint_lag() {
+async fn finding_the_latest_version_costs_one_listing_whatever_the_hint() {
     let (probed, store) = probed();
     let shard = Shard::new(&store);
     let h = shard.manifests();
@@ -262,13 +275,17 @@ async fn finding_the_latest_version_costs_heads_logarithmic_in_the_hint_lag() {
     }
     let latest = claimed.version + 150;
     let hint = store.shard_paths(shard.id).version_hint();
-    for (lag, successor_heads) in [(0, 2), (1, 2), (10, 14), (100, 126)] {
+    for lag in [0, 1, 10, 100] {
         let planted = format!("{{\"version\":{}}}", latest - lag);
         store_put(&probed, &hint, planted).await;
-        probed.hooks.count.store(0, Ordering::SeqCst);
+        probed.hooks.listings.store(0, Ordering::SeqCst);
+        probed.hooks.heads.store(0, Ordering::SeqCst);
         assert_eq!(h.latest_version().await.unwrap(), latest);
-        let heads = probed.hooks.count.load(Ordering::SeqCst);
-        assert_eq!(heads, 1 + successor_heads, "lag {lag}");
+        let counts = (
+            probed.hooks.listings.load(Ordering::SeqCst),
+            probed.hooks.heads.load(Ordering::SeqCst),
+        );
+        assert_eq!(counts, (1, 0), "lag {lag}");
     }
 }
 

@@ -47,6 +47,8 @@ use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::reader::read_generation;
 use crate::store::ShardPaths;
 use crate::store::Store;
+use crate::store::call::Actor;
+use crate::store::faults::as_actor;
 
 /// The file compaction adds to each generation folder it replaces, so that garbage collection
 /// counts the folder's grace period from its replacement.
@@ -154,6 +156,10 @@ impl Compactor {
     /// Whatever reading, writing or committing failed; `PeerClaimedEpoch` if a successor
     /// claimed the shard. Nothing is committed then.
     pub(crate) async fn compact_if_due(&self, latest: &ShardManifest) -> Result<()> {
+        as_actor(Actor::Compaction, self.compact_if_due_as_compaction(latest)).await
+    }
+
+    async fn compact_if_due_as_compaction(&self, latest: &ShardManifest) -> Result<()> {
         let Some(run) = self.policy.pick(&latest.flushed_generations, now_ms()) else {
             return Ok(());
         };

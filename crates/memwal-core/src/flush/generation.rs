@@ -230,7 +230,9 @@ impl GenerationFlusher {
                 "Cannot flush empty MemTable (generation {generation})"
             )));
         }
-        self.manifests.check_fenced(self.epoch).await?;
+        self.manifests
+            .check_fenced(self.epoch, &self.writer_id)
+            .await?;
         let batches = store.batches(BatchRange { start: 0, end: len });
         let rows = store.total_rows();
         let bytes = store.estimated_bytes();

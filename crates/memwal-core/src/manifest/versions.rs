@@ -1,12 +1,34 @@
 //! [`ManifestStore`]: the versions of one shard's manifest on the object store.
 //!
-//! Every version is a new object created with put-if-not-exists, so two writers racing for
-//! the same version cannot both win. Latest-version discovery starts at the best-effort
-//! `version_hint.json` and probes forward; `claim_epoch` and `commit_update` retry on benign
-//! version races and fail on a higher epoch (reference §1.3).
+//! # The protocol (argued in full in `docs/fencing.md`)
+//! Every version is a new object created with put-if-not-exists, so two writers racing for the
+//! same number cannot both win. Garbage collection removes old versions, so a number can be
+//! free again: a writer or claimant that read version `n`, stalled, and then creates `n + 1`
+//! after collection removed it would succeed on a number already used. Three rules make that
+//! harmless:
+//!
+//! 1. **The latest version is the highest number listed**, never a hint followed by probes.
+//!    Collection keeps the newest versions and removes only numbers below them, so a version
+//!    created in a collected range is always below the highest, and no reader or writer takes
+//!    it for the latest. (The best-effort `version_hint.json` is still written for Lance
+//!    readers, and only after the check of rule 2.)
+//! 2. **A create is confirmed by a listing**: once it has created version `n`, a claimant or
+//!    committer lists the versions again. If none is above `n`, no version above `n` ever
+//!    existed (the highest number never goes down), so `n` was never collected and is the
+//!    latest. If one is, the create either landed in a collected range or was overtaken by a
+//!    later claim: a committer is fenced, a claimant fails if the latest holds an epoch at least
+//!    its own and otherwise claims again above it.
+//! 3. **Ownership is an epoch and a writer id**: a writer is fenced when the latest version
+//!    holds a higher epoch, or its epoch with another writer's id (two claims can only reach the
+//!    same epoch through a version created in a collected range).
+//!
+//! A stale actor's create in a collected range is removed by that actor when it can tell
+//! (a claim below a lower-epoch chain, which nobody can have built on), or by the next
+//! collection otherwise: it is below the kept versions.
 
 use arrow_schema::Schema;
 use bytes::Bytes;
+use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{ProtoUuid, ShardManifest, ShardStatus, check_same_schema, encode_schema};
@@ -14,20 +36,30 @@ use crate::error::{Error, Result};
 use crate::shard::ShardName;
 use crate::store::{CreateOutcome, ShardPaths, Store, parse_bitrev64_name};
 
-/// Where a manifest version came from and what it says.
+/// The versions of one shard's manifest. Clones share one commit lock: a writer's commits
+/// (generation flushes, compactions, its closing commit) run one at a time, so a version above
+/// one of its own creates is never its own.
 #[derive(Debug, Clone)]
 pub struct ManifestStore {
     store: Store,
     paths: ShardPaths,
+    commits: Arc<tokio::sync::Mutex<()>>,
 }
 
 const MAX_CLAIM_ATTEMPTS: usize = 16;
 const MAX_COMMIT_ATTEMPTS: usize = 10;
+/// Listings of the versions that may find the highest removed under them (only a version in
+/// a collected range can be, and collection removes it) before `read_latest` gives up.
+const MAX_LATEST_ATTEMPTS: usize = 8;
 
 impl ManifestStore {
     /// The manifest store of one shard.
     pub fn new(store: Store, paths: ShardPaths) -> Self {
-        ManifestStore { store, paths }
+        ManifestStore {
+            store,
+            paths,
+            commits: Arc::new(tokio::sync::Mutex::new(())),
+        }
     }
 
     fn shard(&self) -> Uuid {
@@ -51,39 +83,6 @@ impl ManifestStore {
             .transpose()
     }
 
-    /// Whether version `version` exists (one HEAD).
-    pub(crate) async fn version_exists(&self, version: u64) -> Result<bool> {
-        self.store
-            .exists(&self.paths.manifest(version))
-            .await
-            .map_err(|e| {
-                Error::io(
-                    format!(
-                        "probing manifest version {version} of shard {}",
-                        self.shard()
-                    ),
-                    e,
-                )
-            })
-    }
-
-    async fn read_hint(&self) -> u64 {
-        // Best effort: a missing, unreadable or slow hint just means "start at 1" (a slow
-        // one is given up after the store's best-effort budget, not its retry budget).
-        match self.store.get_best_effort(&self.paths.version_hint()).await {
-            Ok(Some(b)) => std::str::from_utf8(&b)
-                .ok()
-                .and_then(|s| {
-                    let s = s.trim();
-                    let v = s.strip_prefix("{\"version\":")?.strip_suffix('}')?;
-                    v.trim().parse::<u64>().ok()
-                })
-                .filter(|v| *v >= 1)
-                .unwrap_or(1),
-            _ => 1,
-        }
-    }
-
     /// The versions in a listing of the manifest directory, ascending.
     pub(crate) async fn listed_versions(&self) -> Result<Vec<u64>> {
         let listing = self
@@ -104,53 +103,43 @@ impl ManifestStore {
         Ok(versions)
     }
 
-    /// The latest version number, 0 if the shard has no manifest. Versions above the oldest
-    /// kept one are gap-free, so this reads the hint, then probes forward with growing
-    /// batches of parallel HEADs.
-    ///
-    /// A hint naming a version that does not exist (a damaged hint, or one left behind on a
-    /// version that garbage collection removed) falls back to a LIST, never to "no manifest":
-    /// taken for an unclaimed shard, a collected history would let a claim recreate version 1.
-    /// Collection removes old versions oldest first, so a version found missing above one
-    /// found present means that one is gone too, and [`ManifestStore::read_latest`] retries.
+    /// The latest version number: the highest listed (rule 1 of the module docs), 0 if the
+    /// shard has no manifest.
     pub async fn latest_version(&self) -> Result<u64> {
-        let mut known = self.read_hint().await;
-        if !self.version_exists(known).await? {
-            match self.listed_versions().await?.last() {
-                Some(&v) => known = v,
-                None => return Ok(0),
-            }
-        }
-        let mut batch = 2u64;
-        loop {
-            let probes = (1..=batch).map(|i| self.version_exists(known + i));
-            let found = futures::future::try_join_all(probes).await?;
-            match found.iter().position(|e| !e) {
-                Some(0) => return Ok(known),
-                Some(i) => return Ok(known + i as u64),
-                None => {
-                    known += batch;
-                    batch = (batch * 2).min(64);
-                }
-            }
-        }
+        Ok(self.listed_versions().await?.last().copied().unwrap_or(0))
     }
 
     /// The latest manifest, `None` for a shard that was never claimed.
     pub async fn read_latest(&self) -> Result<Option<ShardManifest>> {
-        loop {
+        for _ in 0..MAX_LATEST_ATTEMPTS {
             let v = self.latest_version().await?;
             if v == 0 {
                 return Ok(None);
             }
+            // Removed between the listing and the read: only a version created in a collected
+            // range is ever removed while highest (by its creator), so list again.
             if let Some(m) = self.read_version(v).await? {
                 return Ok(Some(m));
             }
         }
+        Err(Error::io_msg(format!(
+            "the latest manifest version of shard {} was removed {MAX_LATEST_ATTEMPTS} times while it was read; retry",
+            self.shard()
+        )))
+    }
+
+    /// The latest manifest if a version above `version` exists, `None` if `version` is still
+    /// the highest (rule 2 of the module docs).
+    async fn newer_than(&self, version: u64) -> Result<Option<ShardManifest>> {
+        if self.latest_version().await? <= version {
+            return Ok(None);
+        }
+        self.read_latest().await
     }
 
     /// Creates `m` at its version. `AlreadyExists` unless the version already holds exactly
-    /// these bytes (our own write whose acknowledgement was lost). Leaves the hint alone.
+    /// these bytes (our own write whose acknowledgement was lost). Leaves the hint alone, and
+    /// does not confirm that the version is the latest ([`ManifestStore::newer_than`]).
     async fn create(&self, m: &ShardManifest) -> Result<CreateOutcome> {
         let path = self.paths.manifest(m.version);
         let bytes = m.encode_with_checksum();
@@ -196,19 +185,27 @@ impl ManifestStore {
         Ok(outcome)
     }
 
-    /// Creates `m` at its version (`AlreadyExists` unless the version already holds exactly
-    /// these bytes) and updates the version hint on success.
+    /// Moves the best-effort version hint to `version` (Lance readers start their probes
+    /// there; memwal lists). A failure only leaves it behind.
+    async fn write_hint(&self, version: u64) {
+        let hint = Bytes::from(format!("{{\"version\":{version}}}"));
+        let _ = self
+            .store
+            .put_overwrite(&self.paths.version_hint(), hint)
+            .await;
+    }
+
+    /// Creates `m` at its version, confirms that it is the latest, and moves the hint to it:
+    /// `Created` only then. `AlreadyExists` if the version was taken, or if a later version
+    /// exists once it was created (nothing then depends on `m`; see the module docs).
     pub async fn write(&self, m: &ShardManifest) -> Result<CreateOutcome> {
-        let outcome = self.create(m).await?;
-        if outcome == CreateOutcome::Created {
-            let hint = Bytes::from(format!("{{\"version\":{}}}", m.version));
-            // Best effort (reference §1.3): readers fall back to probing.
-            let _ = self
-                .store
-                .put_overwrite(&self.paths.version_hint(), hint)
-                .await;
+        if self.create(m).await? == CreateOutcome::AlreadyExists
+            || self.newer_than(m.version).await?.is_some()
+        {
+            return Ok(CreateOutcome::AlreadyExists);
         }
-        Ok(outcome)
+        self.write_hint(m.version).await;
+        Ok(CreateOutcome::Created)
     }
 
     /// Claims the next epoch (reference §1.3): writes version latest+1 with epoch latest+1,
@@ -225,6 +222,11 @@ impl ManifestStore {
     /// read (so the caller can start other reads from it while the claim writes); a version race
     /// re-reads it. `name`, the shard's name if it was opened by one, is recorded (a manifest
     /// keeps the name it has).
+    ///
+    /// The claim holds only once a listing after its create shows no later version (rule 2 of
+    /// the module docs): a later version with an epoch at least ours is a peer's claim; one
+    /// below ours means our create landed in a collected range under the real latest, and we
+    /// claim again above it.
     pub async fn claim_epoch_after(
         &self,
         latest: Option<ShardManifest>,
@@ -275,27 +277,37 @@ impl ManifestStore {
             next.writer_id = writer_id.to_string();
             next.record_claim();
             next.checksum = None;
-            // The version hint is left one version behind: it is best effort, readers probe
-            // its successors two at a time (a lag of one costs them nothing), and its durable
-            // overwrite would lengthen failover. The next commit moves it.
-            match self.create(&next).await? {
-                CreateOutcome::Created => return Ok(next),
-                CreateOutcome::AlreadyExists => {
-                    if let Some(now) = self.read_latest().await?
-                        && now.writer_epoch >= next.writer_epoch
-                    {
-                        return Err(Error::peer_claimed_during_open(
-                            format!(
-                                "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {})",
-                                self.shard(),
-                                next.version,
-                                now.writer_epoch,
-                                next.writer_epoch
-                            ),
-                            now.holder(),
-                        ));
+            // The version hint is left one version behind: it is best effort, only Lance
+            // readers use it, and its durable overwrite would lengthen failover. The next
+            // commit moves it.
+            let now = match self.create(&next).await? {
+                CreateOutcome::Created => match self.newer_than(next.version).await? {
+                    None => return Ok(next),
+                    Some(now) => {
+                        if now.writer_epoch < next.writer_epoch {
+                            // Nobody built on our version (a successor's would carry our
+                            // epoch or more): it is a number collection had freed. Remove it so
+                            // a hint-probing reader cannot find it, and claim above the latest.
+                            let _ = self.store.delete(&self.paths.manifest(next.version)).await;
+                        }
+                        Some(now)
                     }
-                }
+                },
+                CreateOutcome::AlreadyExists => self.read_latest().await?,
+            };
+            if let Some(now) = now
+                && now.writer_epoch >= next.writer_epoch
+            {
+                return Err(Error::peer_claimed_during_open(
+                    format!(
+                        "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {})",
+                        self.shard(),
+                        next.version,
+                        now.writer_epoch,
+                        next.writer_epoch
+                    ),
+                    now.holder(),
+                ));
             }
         }
         Err(Error::io_msg(format!(
@@ -304,11 +316,12 @@ impl ManifestStore {
         )))
     }
 
-    /// `PeerClaimedEpoch` if the stored epoch is higher than `local_epoch`. Always reads
-    /// storage (no cache).
-    pub async fn check_fenced(&self, local_epoch: u64) -> Result<()> {
+    /// `PeerClaimedEpoch` unless the latest version is the writer's own: of epoch
+    /// `local_epoch` and writer `writer_id`, or of a lower epoch (its claim is not listed yet,
+    /// which only an open checking before its claim sees). Always reads storage (no cache).
+    pub async fn check_fenced(&self, local_epoch: u64, writer_id: &str) -> Result<()> {
         match self.read_latest().await? {
-            Some(m) if m.writer_epoch > local_epoch => {
+            Some(m) if fences(&m, local_epoch, writer_id) => {
                 Err(fenced_by(self.shard(), local_epoch, &m))
             }
             _ => Ok(()),
@@ -319,12 +332,17 @@ impl ManifestStore {
     /// fails fast with `PeerClaimedEpoch` if a successor claimed the shard; retries version
     /// races. `prepare` returns `None` when the latest version already holds the change (a
     /// commit whose acknowledgement was lost), which then counts as done.
+    ///
+    /// A commit holds only once a listing after its create shows no later version (rule 2 of
+    /// the module docs); otherwise the writer is fenced, whether its version was overtaken by
+    /// a claim or landed in a collected range.
     pub async fn commit_update(
         &self,
         local_epoch: u64,
         writer_id: &str,
         prepare: impl FnMut(&ShardManifest) -> Option<ShardManifest>,
     ) -> Result<ShardManifest> {
+        let _one_at_a_time = self.commits.lock().await;
         let commit = self.commit_update_once(local_epoch, writer_id, prepare);
         crate::stats::nested(crate::stats::Operation::ManifestCommit, commit).await
     }
@@ -342,7 +360,7 @@ impl ManifestStore {
                     self.shard()
                 ))
             })?;
-            if latest.writer_epoch > local_epoch {
+            if fences(&latest, local_epoch, writer_id) {
                 return Err(fenced_by(self.shard(), local_epoch, &latest));
             }
             let Some(mut next) = prepare(&latest) else {
@@ -351,10 +369,17 @@ impl ManifestStore {
             next.version = latest.version + 1;
             next.writer_epoch = local_epoch;
             next.writer_id = writer_id.to_string();
-            // `latest` is of our epoch (a higher one fenced us above), so its claim is ours.
+            // `latest` is this writer's own (`fences` said so), so its claim is ours.
             next.keep_claim_of(&latest);
             next.checksum = None;
-            if self.write(&next).await? == CreateOutcome::Created {
+            if self.create(&next).await? == CreateOutcome::Created {
+                if let Some(now) = self.newer_than(next.version).await? {
+                    // Commits of one writer run one at a time, so a later version is a
+                    // successor's claim (ours was overtaken, or created in a number collection
+                    // had freed after that claim): fenced either way.
+                    return Err(fenced_by(self.shard(), local_epoch, &now));
+                }
+                self.write_hint(next.version).await;
                 return Ok(next);
             }
             if attempt < MAX_COMMIT_ATTEMPTS {
@@ -368,16 +393,28 @@ impl ManifestStore {
     }
 }
 
+/// Whether `latest` fences a writer of `local_epoch` and `writer_id`: a higher epoch, or the
+/// same epoch written by another writer (rule 3 of the module docs).
+fn fences(latest: &ShardManifest, local_epoch: u64, writer_id: &str) -> bool {
+    latest.writer_epoch > local_epoch
+        || (latest.writer_epoch == local_epoch && latest.writer_id != writer_id)
+}
+
 /// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`, naming the
 /// holder `stored` records.
 fn fenced_by(shard: Uuid, local: u64, stored: &ShardManifest) -> Error {
-    Error::peer_claimed(
+    let why = if stored.writer_epoch == local {
+        format!(
+            "manifest version {} of shard {shard} holds our epoch {local} for another writer",
+            stored.version
+        )
+    } else {
         format!(
             "local epoch {local} < stored epoch {} for shard {shard}",
             stored.writer_epoch
-        ),
-        stored.holder(),
-    )
+        )
+    };
+    Error::peer_claimed(why, stored.holder())
 }
 
 #[cfg(test)]
@@ -435,6 +472,33 @@ mod tests {
                 m.write(&version(1, 99)).await.unwrap(),
                 CreateOutcome::AlreadyExists
             );
+        }
+    }
+
+    // A version created again after collection removed it (a stalled writer's) is below the
+    // kept ones: it is never the latest, whatever the hint says, and `write` refuses it.
+    #[tokio::test]
+    async fn a_version_created_in_a_collected_range_is_never_the_latest() {
+        for m in stores() {
+            for v in 1..=6 {
+                m.write(&version(v, 1)).await.unwrap();
+            }
+            for v in 1..=4 {
+                m.store.delete(&m.paths.manifest(v)).await.unwrap();
+            }
+            assert_eq!(
+                m.write(&version(3, 1)).await.unwrap(),
+                CreateOutcome::AlreadyExists
+            );
+            m.store
+                .put_overwrite(
+                    &m.paths.version_hint(),
+                    Bytes::from_static(b"{\"version\":3}"),
+                )
+                .await
+                .unwrap();
+            assert_eq!(m.latest_version().await.unwrap(), 6);
+            assert_eq!(m.read_latest().await.unwrap().unwrap().version, 6);
         }
     }
 
@@ -501,12 +565,20 @@ mod tests {
     async fn check_fenced_sees_a_successor() {
         for m in stores() {
             m.claim_epoch(&schema(), "a").await.unwrap();
-            m.check_fenced(1).await.unwrap();
+            m.check_fenced(1, "a").await.unwrap();
             m.claim_epoch(&schema(), "b").await.unwrap();
-            let e = m.check_fenced(1).await.unwrap_err();
+            let e = m.check_fenced(1, "a").await.unwrap_err();
             assert_error(&e, ErrorCode::Fenced, "local epoch 1 < stored epoch 2");
             assert_eq!(e.fence_reason(), Some(crate::FenceReason::PeerClaimedEpoch));
-            m.check_fenced(2).await.unwrap();
+            m.check_fenced(2, "b").await.unwrap();
+            // The same epoch written by another writer fences too: two claims reach one epoch
+            // only through a version created in a collected range.
+            let e = m.check_fenced(2, "c").await.unwrap_err();
+            assert_error(
+                &e,
+                ErrorCode::Fenced,
+                "holds our epoch 2 for another writer",
+            );
             // commit_update of the fenced writer fails fast.
             let e = m
                 .commit_update(1, "a", |l| Some(l.clone()))

@@ -29,6 +29,11 @@
 //!   updated), `compaction-reported` (a compaction committed and reported the new generation
 //!   list to the writer), `generation-before-commit`
 //!   (a generation file is written, the manifest not yet updated).
+//! - `stall(Stall)`: the next store call that matches (by store label, [`Actor`], [`StoreOp`],
+//!   [`ObjectKind`], before or after it reaches the store, skipping the first `n` matches)
+//!   waits until the test releases it. Unlike a named pause point it needs no line in memwal:
+//!   every call of every actor can be held (see [`super::call`]). `record_calls()` logs the
+//!   calls made meanwhile, so a suite can first learn an actor's calls, then stall each.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -46,8 +51,120 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
 
+use super::call::{Actor, ObjectKind, StoreCall, StoreOp, When};
 use super::paths::is_wal_path;
 use super::splitmix64::SplitMix64;
+
+tokio::task_local! {
+    /// The actor whose work is being polled (see [`as_actor`]).
+    static ACTOR: Actor;
+}
+
+/// Runs `fut` as `actor`'s work: every store call it makes is attributed to `actor`, so a
+/// [`Stall`] can single it out. Scopes nest; the innermost wins. Work spawned from inside
+/// runs outside the scope unless wrapped again.
+pub fn as_actor<F: std::future::Future>(
+    actor: Actor,
+    fut: F,
+) -> impl std::future::Future<Output = F::Output> {
+    ACTOR.scope(actor, fut)
+}
+
+/// The actor whose work is running now: the innermost scope's, else `fallback` (the store
+/// handle's own actor).
+fn current_actor(fallback: Actor) -> Actor {
+    ACTOR.try_with(|a| *a).unwrap_or(fallback)
+}
+
+/// Which store call a [`Faults::stall`] holds: every field left unset matches anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stall {
+    /// Only calls through a store handle with this label (`Store::with_label`).
+    pub label: Option<String>,
+    /// Only calls made by this actor.
+    pub actor: Option<Actor>,
+    /// Only this operation.
+    pub op: Option<StoreOp>,
+    /// Only calls on this kind of object.
+    pub kind: Option<ObjectKind>,
+    /// Before the call reaches the store, or after it answered.
+    pub when: When,
+    /// Matching calls to let through first.
+    pub skip: u64,
+}
+
+impl Stall {
+    /// Holds the first call of any kind, before it reaches the store; narrow it with the
+    /// other methods.
+    pub fn before() -> Stall {
+        Stall {
+            label: None,
+            actor: None,
+            op: None,
+            kind: None,
+            when: When::Before,
+            skip: 0,
+        }
+    }
+
+    /// Holds the first call of any kind once the store answered it, before its caller sees the
+    /// answer.
+    pub fn after() -> Stall {
+        Stall {
+            when: When::After,
+            ..Stall::before()
+        }
+    }
+
+    /// Only calls through the store handle labelled `label`.
+    pub fn label(mut self, label: &str) -> Stall {
+        self.label = Some(label.to_string());
+        self
+    }
+
+    /// Only calls made by `actor`.
+    pub fn actor(mut self, actor: Actor) -> Stall {
+        self.actor = Some(actor);
+        self
+    }
+
+    /// Only `op` calls.
+    pub fn op(mut self, op: StoreOp) -> Stall {
+        self.op = Some(op);
+        self
+    }
+
+    /// Only calls on objects of `kind`.
+    pub fn kind(mut self, kind: ObjectKind) -> Stall {
+        self.kind = Some(kind);
+        self
+    }
+
+    /// Lets the first `n` matching calls through.
+    pub fn skip(mut self, n: u64) -> Stall {
+        self.skip = n;
+        self
+    }
+
+    fn matches(&self, call: &StoreCall, when: When) -> bool {
+        self.when == when
+            && self
+                .label
+                .as_deref()
+                .is_none_or(|l| call.label.as_deref() == Some(l))
+            && self.actor.is_none_or(|a| a == call.actor)
+            && self.op.is_none_or(|o| o == call.op)
+            && self.kind.is_none_or(|k| k == call.kind)
+    }
+}
+
+/// An armed [`Stall`] and the pause it waits on.
+#[derive(Debug)]
+struct ArmedStall {
+    stall: Stall,
+    skip: u64,
+    pause: Arc<Pause>,
+}
 
 /// Random faults on every operation (see [`Faults::set_chaos`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,6 +244,10 @@ pub struct Faults {
     wal_heads: AtomicU64,
     fail_wal_syncs: AtomicU64,
     skip_wal_syncs: AtomicU64,
+    stalls: Mutex<Vec<ArmedStall>>,
+    any_stall: AtomicBool,
+    calls: Mutex<Option<Vec<StoreCall>>>,
+    recording: AtomicBool,
 }
 
 /// Message of every injected WAL put failure (tests match on it).
@@ -196,6 +317,97 @@ impl Faults {
             .insert(name.to_string(), pause.clone());
         self.any_pause.store(true, Ordering::SeqCst);
         PauseHandle(pause)
+    }
+
+    /// Arms `stall`: the matching store call (after `stall.skip` others) waits until the
+    /// returned handle is released or dropped. Several stalls may be armed at once; each holds
+    /// one call.
+    pub fn stall(&self, stall: Stall) -> PauseHandle {
+        let pause = Arc::new(Pause {
+            reached: tokio::sync::watch::Sender::new(false),
+            released: tokio::sync::watch::Sender::new(false),
+        });
+        self.stalls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ArmedStall {
+                skip: stall.skip,
+                stall,
+                pause: pause.clone(),
+            });
+        self.any_stall.store(true, Ordering::SeqCst);
+        PauseHandle(pause)
+    }
+
+    /// Starts logging every store call (before it reaches the store), dropping any earlier
+    /// log; [`Faults::calls`] returns it.
+    pub fn record_calls(&self) {
+        *self.calls.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+        self.recording.store(true, Ordering::SeqCst);
+    }
+
+    /// The calls logged since [`Faults::record_calls`] (empty if it was not called).
+    pub fn calls(&self) -> Vec<StoreCall> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// Called by the store at each of its operations, before (`When::Before`) and after
+    /// (`When::After`) the operation: logs the call if asked to, and waits if an armed
+    /// [`Stall`] matches it.
+    pub(crate) async fn store_call(
+        &self,
+        label: Option<&str>,
+        actor: Actor,
+        op: StoreOp,
+        path: &Path,
+        when: When,
+    ) {
+        let recording = self.recording.load(Ordering::Relaxed);
+        if !self.any_stall.load(Ordering::Relaxed) && !recording {
+            return;
+        }
+        let call = StoreCall {
+            label: label.map(str::to_string),
+            actor: current_actor(actor),
+            op,
+            kind: ObjectKind::of(path),
+            path: path.to_string(),
+        };
+        let pause = {
+            let mut stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+            let mut hit = None;
+            for (i, armed) in stalls.iter_mut().enumerate() {
+                if !armed.stall.matches(&call, when) {
+                    continue;
+                }
+                if armed.skip > 0 {
+                    armed.skip -= 1;
+                    continue;
+                }
+                hit = Some(i);
+                break;
+            }
+            hit.map(|i| stalls.remove(i).pause)
+        };
+        if recording
+            && when == When::Before
+            && let Some(log) = self
+                .calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+        {
+            log.push(call);
+        }
+        if let Some(p) = pause {
+            p.reached.send_replace(true);
+            let mut rx = p.released.subscribe();
+            let _ = rx.wait_for(|r| *r).await;
+        }
     }
 
     /// Called by memwal at pause point `name`: waits there if a test armed it.

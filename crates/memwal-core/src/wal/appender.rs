@@ -87,6 +87,8 @@ pub struct WalAppender {
     paths: ShardPaths,
     manifests: ManifestStore,
     epoch: u64,
+    /// The writer's id, which with `epoch` tells its own manifest versions from a peer's.
+    writer_id: String,
     next_position: u64,
     retry: RetryPolicy,
     /// Whether a put waits for each append (durable mode): then the store may open the next
@@ -97,12 +99,13 @@ pub struct WalAppender {
 }
 
 impl WalAppender {
-    /// An appender for `epoch` whose next append goes to `next_position`.
+    /// An appender for writer `writer_id` of `epoch` whose next append goes to
+    /// `next_position`.
     pub(crate) fn new(
         store: Store,
         paths: ShardPaths,
         manifests: ManifestStore,
-        epoch: u64,
+        (epoch, writer_id): (u64, &str),
         next_position: u64,
         retry: RetryPolicy,
     ) -> Self {
@@ -111,6 +114,7 @@ impl WalAppender {
             paths,
             manifests,
             epoch,
+            writer_id: writer_id.to_string(),
             next_position: next_position.max(1),
             retry,
             prepare_next: false,
@@ -166,7 +170,11 @@ impl WalAppender {
     /// `Some(PeerClaimedEpoch)` if the manifest shows a higher epoch. A failed manifest read
     /// yields `None`: the caller then treats the situation as its own failure.
     async fn successor_fence(&self) -> Option<Error> {
-        match self.manifests.check_fenced(self.epoch).await {
+        match self
+            .manifests
+            .check_fenced(self.epoch, &self.writer_id)
+            .await
+        {
             Err(e) if e.fence_reason().is_some() => Some(e),
             _ => None,
         }
@@ -421,7 +429,7 @@ mod tests {
                 store.clone(),
                 paths.clone(),
                 ManifestStore::new(store.clone(), paths.clone()),
-                epoch,
+                (epoch, "w"),
                 1,
                 WriterConfig::default().retry_policy(),
             )

@@ -29,6 +29,8 @@ use crate::request_id::{PutRecord, decode_records};
 use crate::stats::{OpenStats, Operation, StatsRecorder, WalEntryCost};
 use crate::store::ShardPaths;
 use crate::store::Store;
+use crate::store::call::Actor;
+use crate::store::faults::as_actor;
 use crate::wal::{self, StagedSentinel, WalAppender};
 
 /// The writer's background tasks.
@@ -223,7 +225,7 @@ pub(crate) async fn open(
         store.clone(),
         paths.clone(),
         manifests.clone(),
-        epoch,
+        (epoch, &writer_id),
         tip,
         retry.clone(),
     );
@@ -239,12 +241,11 @@ pub(crate) async fn open(
         let at = at?;
         // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
         // low-water mark past our claim's, and then collect the slot the sentinel just took,
-        // where it fences nobody and replay does not look. With no version after our claim
+        // where it fences nobody and replay does not look. With our claim still the latest
         // once the sentinel is durable, no entry above our mark was ever collected, so the
-        // sentinel is above every entry a predecessor wrote. A version after ours is a claim.
-        if manifests.version_exists(manifest.version + 1).await? {
-            manifests.check_fenced(epoch).await?;
-        }
+        // sentinel is above every entry a predecessor wrote. The latest is listed, never
+        // probed: a version after ours may itself have been collected since.
+        manifests.check_fenced(epoch, &writer_id).await?;
         Some(at)
     } else {
         None
@@ -389,15 +390,26 @@ pub(crate) async fn open(
         periodic.push(spawn_task(
             "garbage-collector",
             feedback.clone(),
-            collect_periodically(
-                Arc::downgrade(&inner),
-                Duration::from_millis(config.gc_interval_ms),
+            as_actor(
+                Actor::Gc,
+                collect_periodically(
+                    Arc::downgrade(&inner),
+                    Duration::from_millis(config.gc_interval_ms),
+                ),
             ),
         ));
     }
     let tasks = BackgroundTasks {
-        wal_handler: spawn_task("wal-flush-handler", feedback.clone(), handler.run()),
-        generation_flusher: spawn_task("generation-flusher", feedback, flusher.run(gen_rx)),
+        wal_handler: spawn_task(
+            "wal-flush-handler",
+            feedback.clone(),
+            as_actor(Actor::Put, handler.run()),
+        ),
+        generation_flusher: spawn_task(
+            "generation-flusher",
+            feedback,
+            as_actor(Actor::Commit, flusher.run(gen_rx)),
+        ),
         periodic,
     };
     Ok((inner, tasks))

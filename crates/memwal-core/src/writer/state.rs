@@ -263,6 +263,7 @@ impl WriterInner {
             };
             crate::gc::collect_from(&self.store, &self.paths, &manifest, &options).await
         };
+        let collect = crate::store::faults::as_actor(crate::store::call::Actor::Gc, collect);
         self.feedback.stats.scoped(Operation::Gc, collect).await.0
     }
 

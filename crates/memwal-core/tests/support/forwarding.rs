@@ -1,11 +1,11 @@
 //! [`Forwarding`]: an `ObjectStore` that hands every operation to an inner store, with
-//! [`Hooks`] around the two that tests need to watch or break: puts, and gets (which include
-//! HEADs).
+//! [`Hooks`] around the three that tests need to watch or break: puts, gets (which include
+//! HEADs) and recursive listings.
 //!
 //! Tests reach for this when `Store::faults()` cannot express what they check: recording when
 //! a WAL entry's put returned, failing only some reads, giving each WAL operation a seeded
-//! fate, or counting manifest HEADs. Everything else (multipart uploads, range reads, lists,
-//! copies, renames, deletes) goes straight to the inner store, unseen by the hooks.
+//! fate, or counting manifest listings. Everything else (multipart uploads, range reads, listings
+//! by folder, copies, renames, deletes) goes straight to the inner store, unseen by the hooks.
 
 use std::fmt;
 use std::ops::Range;
@@ -64,6 +64,15 @@ pub trait Hooks: Send + Sync + 'static {
     /// A get or a HEAD.
     async fn get(&self, inner: &dyn ObjectStore, get: Get<'_>) -> StoreResult<GetResult> {
         get.forward(inner).await
+    }
+
+    /// A recursive listing of `prefix` (how memwal finds the latest manifest version).
+    fn list(
+        &self,
+        inner: &dyn ObjectStore,
+        prefix: Option<&Path>,
+    ) -> BoxStream<'static, StoreResult<ObjectMeta>> {
+        inner.list(prefix)
     }
 }
 
@@ -169,7 +178,7 @@ impl<H: Hooks> ObjectStore for Forwarding<H> {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
+        self.hooks.list(self.inner.as_ref(), prefix)
     }
 
     fn list_with_offset(
