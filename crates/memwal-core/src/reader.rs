@@ -35,27 +35,46 @@ pub(crate) fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBa
 }
 
 /// Reads one flushed generation's Parquet file, with the shard's `schema` if given.
+///
+/// # Errors
+/// `Corrupt` if the file is missing (the manifest that lists it says it was written) or
+/// damaged.
 pub(crate) async fn read_generation(
     store: &Store,
     paths: &ShardPaths,
     generation: &FlushedGeneration,
     schema: Option<&SchemaRef>,
 ) -> Result<Vec<RecordBatch>> {
-    let path = paths.generation_file(&generation.path);
-    let bytes = store
-        .get(&path)
-        .await
-        .map_err(|e| Error::io(format!("reading generation file {path}"), e))?
+    read_generation_if_present(store, paths, generation, schema)
+        .await?
         .ok_or_else(|| {
             Error::corrupt(
-                path.as_ref(),
+                paths.generation_file(&generation.path).as_ref(),
                 format!(
                     "generation {} is listed in the manifest but its file is missing",
                     generation.generation
                 ),
                 None,
             )
-        })?;
+        })
+}
+
+/// [`read_generation`], `None` if the file is missing: for a reader holding a manifest that
+/// may be old, whose generation compaction replaced and collection then removed.
+async fn read_generation_if_present(
+    store: &Store,
+    paths: &ShardPaths,
+    generation: &FlushedGeneration,
+    schema: Option<&SchemaRef>,
+) -> Result<Option<Vec<RecordBatch>>> {
+    let path = paths.generation_file(&generation.path);
+    let Some(bytes) = store
+        .get(&path)
+        .await
+        .map_err(|e| Error::io(format!("reading generation file {path}"), e))?
+    else {
+        return Ok(None);
+    };
     if let Some(stored) = generation.checksum {
         let actual = crc32c::crc32c(&bytes);
         if actual != stored {
@@ -100,7 +119,7 @@ pub(crate) async fn read_generation(
             None => b,
         });
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// A committed generation file, from [`ShardReader::generation_files`].
@@ -264,12 +283,54 @@ impl ShardReader {
 
     /// Every row a new writer would recover, in insertion order: the flushed generations of
     /// the latest manifest, then the WAL entries after its replay cursor.
+    ///
+    /// # While a writer flushes and collects
+    /// The scan reads as of one manifest. Garbage collection may meanwhile remove what a newer
+    /// manifest no longer needs: WAL entries its generations now hold, generations compaction
+    /// replaced. The scan tells such a removal from damage by the latest manifest read after
+    /// the miss (collection removes only what a committed manifest allows, so a collected
+    /// entry is at or below the low-water mark of every later manifest), and then reads again
+    /// as of that newer manifest: it never returns with rows missing, and never reports
+    /// collection as corruption. Every row acknowledged before the scan began is in the
+    /// result, once (`docs/fencing.md`, "What a reader sees during collection").
+    ///
+    /// # Errors
+    /// `Corrupt` for damage that no newer manifest explains (a hole in the WAL above every
+    /// low-water mark, a missing or damaged file the latest manifest lists); `Io` if the
+    /// shard changes faster than it can be read, [`MAX_SNAPSHOT_ATTEMPTS`] times in a row.
     pub async fn scan(&self) -> Result<ScanResult> {
-        let manifest = self.manifest().await?;
+        let mut manifest = self.manifest().await?;
+        for _ in 0..MAX_SNAPSHOT_ATTEMPTS {
+            match self.scan_as_of(&manifest).await? {
+                Snapshot::Read(result) => return Ok(result),
+                Snapshot::Collected(newer) => manifest = *newer,
+            }
+        }
+        Err(Error::io_msg(format!(
+            "shard {} was collected faster than it could be read ({MAX_SNAPSHOT_ATTEMPTS} attempts, last as of manifest version {}); retry the scan",
+            self.shard_id(),
+            manifest.version
+        )))
+    }
+
+    /// The rows as of `manifest`, or the newer manifest to read as of when collection removed
+    /// something this read needed.
+    async fn scan_as_of(&self, manifest: &ShardManifest) -> Result<Snapshot> {
         let mut schema = manifest.schema()?;
         let mut batches = Vec::new();
         for g in &manifest.flushed_generations {
-            let part = read_generation(&self.store, &self.paths, g, schema.as_ref()).await?;
+            let Some(part) =
+                read_generation_if_present(&self.store, &self.paths, g, schema.as_ref()).await?
+            else {
+                let latest = self.manifest().await?;
+                if latest.version != manifest.version {
+                    return Ok(Snapshot::Collected(Box::new(latest)));
+                }
+                return Err(read_generation(&self.store, &self.paths, g, None)
+                    .await
+                    .err()
+                    .unwrap_or_else(|| Error::io_msg("a generation file reappeared; retry")));
+            };
             if schema.is_none() {
                 schema = part.first().map(|b| b.schema());
             }
@@ -284,8 +345,15 @@ impl ShardReader {
             Ok(())
         })
         .await?;
-        // The run stops at an empty slot: the tip, unless the WAL has a hole there.
+        // The run stops at an empty slot: the tip, unless collection emptied it after a newer
+        // generation took its rows, or the WAL has a hole there.
+        if let Some(newer) = self.collected_past(manifest, first_empty).await? {
+            return Ok(Snapshot::Collected(Box::new(newer)));
+        }
         if let Some(gap) = wal::find_gap(&self.store, &self.paths, first_empty - 1).await? {
+            if let Some(newer) = self.collected_past(manifest, gap.missing).await? {
+                return Ok(Snapshot::Collected(Box::new(newer)));
+            }
             return Err(gap.error(&self.paths));
         }
         for entry in wal_batches {
@@ -300,11 +368,39 @@ impl ShardReader {
                 })?);
             }
         }
-        Ok(ScanResult {
+        Ok(Snapshot::Read(ScanResult {
             schema: schema.unwrap_or_else(|| Arc::new(Schema::empty())),
             batches,
-        })
+        }))
     }
+
+    /// The latest manifest, if it is newer than `manifest` and its low-water mark reaches
+    /// `position`: then an empty slot there may be collection's doing, not the tip or a hole.
+    /// Read after the slot was found empty, so a collection that emptied it had committed
+    /// that mark first.
+    async fn collected_past(
+        &self,
+        manifest: &ShardManifest,
+        position: u64,
+    ) -> Result<Option<ShardManifest>> {
+        let latest = self.manifest().await?;
+        Ok(
+            (latest.version != manifest.version && position <= latest.wal_low_water)
+                .then_some(latest),
+        )
+    }
+}
+
+/// Reads of a shard as of one manifest that collection overtook before they finished, in a
+/// row, before [`ShardReader::scan`] gives up.
+const MAX_SNAPSHOT_ATTEMPTS: usize = 16;
+
+/// What one read as of a manifest found.
+enum Snapshot {
+    /// Every row as of that manifest.
+    Read(ScanResult),
+    /// Collection removed something the read needed; read again as of this newer manifest.
+    Collected(Box<ShardManifest>),
 }
 
 /// Reads a shard's WAL entries by position, for change-data capture. Never writes.

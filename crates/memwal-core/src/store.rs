@@ -617,6 +617,22 @@ impl Store {
         }
     }
 
+    /// Makes the objects at `paths`, written by anyone, durable: on a local store, each file's
+    /// inode and then their directories are synced (a writer may have linked one and died
+    /// before syncing it, and on a file system without a journal a linked file whose inode
+    /// was never synced is freed at the next mount). An object store's objects are durable
+    /// once written: nothing to do there.
+    ///
+    /// # Errors
+    /// `NotFound` if one is missing; a [`SyncFailure`] if a sync failed.
+    pub(crate) async fn make_durable(&self, paths: &[Path]) -> object_store::Result<()> {
+        let (Some(local), Some(first)) = (&self.local, paths.first()) else {
+            return Ok(());
+        };
+        self.call(StoreOp::Sync, first, local.make_durable(paths.to_vec()))
+            .await
+    }
+
     /// Overwrites `path` (only for the best-effort `version_hint.json`), within the
     /// best-effort budget.
     pub(crate) async fn put_overwrite(

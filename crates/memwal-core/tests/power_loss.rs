@@ -324,3 +324,75 @@ async fn directories_left_unsynced_by_a_crashed_process_are_synced_before_use() 
     }
     assert_eq!(put_then_lose_power(&fs, shard).await, vec![7, 8]);
 }
+
+// A writer's WAL entry was linked but its file sync failed (or the writer died between the
+// link and the sync): its rows were never acknowledged, but the entry is readable. The next
+// writer replays it and answers a retry of its request id as durable; on ext4 without a
+// journal that entry is freed at the next mount unless its inode is synced. So a new writer
+// makes every entry it replays durable before its fence sentinel and before any answer (see
+// `docs/fencing.md`, "What replay trusts"): after a power loss, the retried put and the new
+// writer's own rows are there, and nothing stands above a hole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_entry_whose_file_sync_failed_is_made_durable_before_it_is_trusted() {
+    use memwal_core::{PutOptions, RequestId};
+    let retry = || PutOptions::with_request_id(RequestId::new("order-2").unwrap());
+    let fs = Arc::new(SimFs::new());
+    let shard = Uuid::new_v4();
+    let a = open(&store(&fs, true), shard, true).await.expect("open");
+    a.put(vec![batch([1])]).await.expect("durable put");
+    fs.fail_next_file_syncs(1);
+    let e = a.put_with(vec![batch([2])], retry()).await.unwrap_err();
+    assert_eq!(
+        e.fence_reason(),
+        Some(memwal_core::FenceReason::PersistenceFailure),
+        "{e}"
+    );
+    drop(a);
+
+    let b = open(&store(&fs, true), shard, true).await.expect("reopen");
+    b.put_with(vec![batch([2])], retry())
+        .await
+        .expect("the retry is answered from the replayed entry");
+    assert_eq!(b.stats().retried_puts, 1);
+    b.put(vec![batch([3])]).await.expect("durable put");
+
+    let after = Arc::new(fs.recover(CrashMode::DropUnsynced));
+    assert_eq!(
+        recovered(&after, shard).await.expect("recovery"),
+        vec![1, 2, 3]
+    );
+}
+
+// The same entry, linked by a live predecessor after the new writer found the WAL's tip: the
+// sentinel's create finds the slot taken, and makes what it found durable before it takes the
+// next one, so that the sentinel never outlives an entry below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_is_placed_only_above_entries_made_durable() {
+    use memwal_core::store::call::{Actor, ObjectKind, StoreOp};
+    use memwal_core::store::faults::Stall;
+    let fs = Arc::new(SimFs::new());
+    let shard = Uuid::new_v4();
+    let a = open(&store(&fs, true), shard, true).await.expect("open");
+    a.put(vec![batch([1])]).await.expect("durable put");
+
+    let b_store = store(&fs, true);
+    let stall = b_store.faults().stall(
+        Stall::before()
+            .actor(Actor::Claim)
+            .op(StoreOp::Create)
+            .kind(ObjectKind::WalEntry),
+    );
+    let b_open = tokio::spawn(async move { open(&b_store, shard, true).await });
+    stall.reached().await;
+    fs.fail_next_file_syncs(1);
+    a.put(vec![batch([2])]).await.unwrap_err();
+    stall.release();
+    let b = b_open.await.unwrap().expect("reopen");
+    b.put(vec![batch([3])]).await.expect("durable put");
+
+    let after = Arc::new(fs.recover(CrashMode::DropUnsynced));
+    assert_eq!(
+        recovered(&after, shard).await.expect("recovery"),
+        vec![1, 2, 3]
+    );
+}

@@ -142,8 +142,10 @@ async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accep
     first.put(vec![batch([0])]).await.unwrap();
     first.abort().await.unwrap();
     let store = backend.second_handle();
-    // The sentinel's data sync (when it is staged) passes; its directory sync fails.
-    store.faults().fail_wal_syncs_after(1, 1);
+    // The sentinel's data sync (when it is staged) passes, and so do the syncs that make the
+    // replayed entry durable (its file, then the directory); the sentinel's directory sync
+    // fails.
+    store.faults().fail_wal_syncs_after(3, 1);
     let e = memwal_core::ShardWriter::open(store.clone(), schema(), on(shard, durable()))
         .await
         .map(|_| ())
@@ -184,5 +186,32 @@ async fn a_manifest_version_whose_directory_sync_failed_is_not_read_back_and_acc
     // The next open's syncs pass: it claims past that version and has every acknowledged row.
     let w = open(&backend.store, shard, durable()).await;
     assert_eq!(ids(&w.scan().await.unwrap()), vec![0]);
+    w.close().await.unwrap();
+}
+
+// A new writer makes the entries it replays durable before trusting them; a sync failing
+// there fails the open with a typed IO error (the entry may not be durable), and a later open
+// whose syncs pass replays every acknowledged row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_of_a_replayed_entry_fails_the_open() {
+    let backend = Backend::local();
+    let shard = Uuid::new_v4();
+    let first = open(&backend.store, shard, durable()).await;
+    first.put(vec![batch([0])]).await.unwrap();
+    first.abort().await.unwrap();
+    let store = backend.second_handle();
+    // The staged sentinel's data sync passes; the replayed entry's file sync fails.
+    store.faults().fail_wal_syncs_after(1, 1);
+    let e = memwal_core::ShardWriter::open(store.clone(), schema(), on(shard, durable()))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
+    assert!(
+        e.to_string().contains("durable before replaying them"),
+        "{e}"
+    );
+    let w = open(&store, shard, durable()).await;
+    assert_eq!(scanned_ids(&w).await, vec![0]);
     w.close().await.unwrap();
 }

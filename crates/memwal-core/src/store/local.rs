@@ -189,6 +189,19 @@ impl LocalStore {
             .map(Arc::new)
             .map_err(|e| to_store_error(location, e))
     }
+
+    /// Makes the files at `locations`, written by anyone (another process may have linked one
+    /// and died before its sync), durable: each file's inode, then each of their directories.
+    /// A file missing at its turn is `NotFound`. A failed sync is a [`SyncFailure`].
+    pub(crate) async fn make_durable(&self, locations: Vec<Path>) -> Result<()> {
+        let me = self.handle();
+        let Some(first) = locations.first().cloned() else {
+            return Ok(());
+        };
+        blocking(move || me.make_durable_blocking(&locations))
+            .await?
+            .map_err(|e| to_store_error(&first, e))
+    }
 }
 
 impl Shared {
@@ -294,6 +307,39 @@ impl Shared {
         }
     }
 
+    /// See [`LocalStore::make_durable`].
+    fn make_durable_blocking(&self, locations: &[Path]) -> io::Result<()> {
+        if !self.fsync {
+            return Ok(());
+        }
+        let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
+        for location in locations {
+            let path = self.fs_path(location);
+            self.sync_file(&path, is_wal_path(location))?;
+            let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+            if !dirs.iter().any(|(d, _)| *d == parent) {
+                dirs.push((parent, is_wal_path(location)));
+            }
+        }
+        for (dir, wal) in dirs {
+            self.sync_dir(&dir, wal)?;
+        }
+        Ok(())
+    }
+
+    /// `fsync` of the file at `path` (a WAL file's may fail on purpose, as its other syncs).
+    fn sync_file(&self, path: &std::path::Path, wal: bool) -> io::Result<()> {
+        if wal && self.faults.take_wal_sync_failure() {
+            return Err(sync_failure(path, io::Error::other(INJECTED_SYNC_FAILURE)));
+        }
+        self.fs
+            .sync_file(path)
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::NotFound => source,
+                _ => sync_failure(path, source),
+            })
+    }
+
     /// Stages `data` for a create in the directory of `location` ([`Fs::stage`]).
     fn stage_blocking(&self, location: &Path, data: &[u8]) -> io::Result<Staged> {
         let path = self.fs_path(location);
@@ -332,10 +378,7 @@ impl Shared {
                 let paths: Vec<PathBuf> = std::iter::once(path.clone())
                     .chain(or_next.iter().map(|l| self.fs_path(l)))
                     .collect();
-                match prestaged {
-                    Some(staged) => self.fs.publish_first_free(staged, &paths),
-                    None => self.fs.create_file_first_free(&paths, &data, sync),
-                }
+                self.create_first_free(&paths, prestaged, &data, sync, &parent, location)
             }
             PutMode::Overwrite => self.fs.replace_file(&path, &data, sync).map(|()| 0),
             PutMode::Update(_) => unreachable!("rejected by put_opts"),
@@ -358,6 +401,53 @@ impl Shared {
         }
         self.sync_dir(&parent, is_wal_path(location))?;
         Ok(created)
+    }
+
+    /// Creates `data` (or names `prestaged`) at the first free of `paths`, in order; the
+    /// index created.
+    ///
+    /// A name found taken is made durable (its inode, then the directory) before the next is
+    /// tried: whoever linked it may have died before syncing it, and a name created above it
+    /// must never outlive it in a power loss, or the WAL would have a hole below a durable
+    /// entry (a fence sentinel is created this way, above whatever a predecessor still linked).
+    fn create_first_free(
+        &self,
+        paths: &[PathBuf],
+        prestaged: Option<&Staged>,
+        data: &[u8],
+        sync: bool,
+        parent: &std::path::Path,
+        location: &Path,
+    ) -> io::Result<usize> {
+        let wal = is_wal_path(location);
+        let staged;
+        let staged = match prestaged {
+            Some(s) => s,
+            None if paths.len() == 1 => return self.fs.create_file_first_free(paths, data, sync),
+            None => {
+                staged = self.fs.stage(parent, data, sync)?;
+                &staged
+            }
+        };
+        for (i, path) in paths.iter().enumerate() {
+            match self
+                .fs
+                .publish_first_free(staged, std::slice::from_ref(path))
+            {
+                Ok(_) => return Ok(i),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && i + 1 < paths.len() => {
+                    if sync {
+                        self.sync_file(path, wal)?;
+                        self.sync_dir(parent, wal)?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "every name was taken",
+        ))
     }
 
     /// Removes the file at `location` (a missing one is not an error, as with an object

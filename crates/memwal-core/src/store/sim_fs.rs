@@ -18,6 +18,9 @@
 //!
 //! - [`SimFs::crash_after`]`(k)`: the first `k` persistence points succeed; the next one fails
 //!   and the machine is dead: every later operation fails with EIO.
+//! - [`SimFs::fail_next_file_syncs`]`(n)`: the next `n` file syncs fail with EIO and write
+//!   nothing, while the machine stays up (a writer that sees it stops; the next one opens on
+//!   the same disk).
 //! - [`SimFs::recover`]: the state a reboot would find, as a **new** `SimFs` (the old one stays
 //!   dead, so background tasks of the crashed process cannot write into the recovered disk):
 //!   [`CrashMode::DropUnsynced`] keeps exactly what was synced; [`CrashMode::Random`] keeps a
@@ -76,6 +79,8 @@ struct State {
     points: u64,
     crash_after: Option<u64>,
     dead: bool,
+    /// `sync_file` calls still to fail with EIO (the machine stays up).
+    failing_file_syncs: u64,
 }
 
 const ROOT: u64 = 0;
@@ -98,6 +103,7 @@ impl Default for SimFs {
                 points: 0,
                 crash_after: None,
                 dead: false,
+                failing_file_syncs: 0,
             }),
         }
     }
@@ -298,6 +304,13 @@ impl SimFs {
         s.crash_after = Some(s.points + k);
     }
 
+    /// Makes the next `n` [`Fs::sync_file`] calls fail with EIO and write nothing, as an
+    /// `fsync` whose inode writeback failed: the machine stays up, the file stays named, and
+    /// its on-disk inode is as it was (after a link, a link count of 0).
+    pub fn fail_next_file_syncs(&self, n: u64) {
+        self.lock().failing_file_syncs = n;
+    }
+
     /// Loses power now: every later operation fails.
     pub fn crash_now(&self) {
         self.lock().dead = true;
@@ -399,6 +412,7 @@ impl SimFs {
         state.points = 0;
         state.crash_after = None;
         state.dead = false;
+        state.failing_file_syncs = 0;
         SimFs {
             state: Mutex::new(state),
         }
@@ -488,6 +502,10 @@ impl Fs for SimFs {
             Some(Node::Dir(_)) => return Err(is_a_directory(path)),
             None => return Err(not_found(path)),
         };
+        if s.failing_file_syncs > 0 {
+            s.failing_file_syncs -= 1;
+            return Err(eio("injected file sync failure"));
+        }
         s.persistence_point()?;
         s.sync_inode(id);
         Ok(())

@@ -127,6 +127,38 @@ fn spawn_task(
     })
 }
 
+/// Makes the WAL entries after `cursor` and below `tip` durable: what replay reads, and what
+/// the fence sentinel will stand above.
+///
+/// A predecessor syncs each entry before it writes the next, so only its last can be linked
+/// and not durable (it died between the link and the sync, or the sync failed), but an entry
+/// written by another implementation may never have been synced at all. On a file system
+/// without a journal, such an entry is freed at the next mount: a retry answered from it would
+/// be a lost acknowledgement, and a sentinel above it would stand over a hole that no writer can
+/// open past. So every replayed entry is made durable before the sentinel is written and
+/// before replay answers anything (`docs/fencing.md`, "What replay trusts"). Entries a live
+/// predecessor writes after `tip` was found are made durable by the sentinel's create, which
+/// syncs each name it finds taken before it tries the next ([`Store::make_durable`]).
+async fn make_replayed_entries_durable(
+    store: &Store,
+    paths: &ShardPaths,
+    cursor: u64,
+    tip: u64,
+) -> Result<()> {
+    let entries: Vec<_> = (cursor + 1..tip).map(|p| paths.wal_entry(p)).collect();
+    store.make_durable(&entries).await.map_err(|e| {
+        Error::io(
+            format!(
+                "making the WAL entries {}..{} of shard {} durable before replaying them; retry the open",
+                cursor + 1,
+                tip,
+                paths.shard_id()
+            ),
+            e,
+        )
+    })
+}
+
 /// See [`crate::ShardWriter::open`].
 pub(crate) async fn open(
     store: Store,
@@ -201,6 +233,13 @@ pub(crate) async fn open(
         tip
     };
     let epoch = manifest.writer_epoch;
+    make_replayed_entries_durable(
+        &store,
+        &paths,
+        manifest.replay_after_wal_entry_position,
+        tip,
+    )
+    .await?;
     tracing::info!(
         target: "memwal::writer",
         shard = %shard_id,
