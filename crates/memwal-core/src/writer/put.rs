@@ -412,8 +412,21 @@ enum FirstPut {
     Lost,
 }
 
-fn first_put(st: &WriterState, rows: &Rows) -> FirstPut {
-    match (rows, &st.mode) {
+/// Where the first put of `id`, which returned `result`, stands now. Read from the request
+/// index at every look, never kept: while a retry waits, the first put's rows move from a
+/// held MemTable to a committed generation, and the held MemTable it was in is let go.
+fn first_put_now(st: &mut WriterState, id: &RequestId, result: &WriteResult) -> FirstPut {
+    let wal_only_appended = st.wal_only_appended();
+    match st.requests.get(id, wal_only_appended) {
+        Some(known) if known.result == *result => first_put(&st.mode, &known.rows),
+        // The index forgets a put only once its rows are durable (flushed, or appended in
+        // WAL-only mode), and takes another put of the id only after forgetting this one.
+        _ => FirstPut::Durable,
+    }
+}
+
+fn first_put(mode: &Mode, rows: &Rows) -> FirstPut {
+    match (rows, mode) {
         (Rows::Flushed, _) => FirstPut::Durable,
         (Rows::Held { memtable, end }, Mode::MemTable(mt)) => {
             match mt.held().find(|h| Arc::ptr_eq(&h.memtable, memtable)) {
@@ -444,21 +457,22 @@ fn retried(
     id: &RequestId,
 ) -> Option<(WriteResult, Option<DurableWatcher>)> {
     let wal_only_appended = st.wal_only_appended();
-    let known = st.requests.get(id, wal_only_appended)?.clone();
+    let known = st.requests.get(id, wal_only_appended)?;
+    let result = known.result;
     inner.feedback.stats.record_retried_put();
     if !inner.config.durable_write {
         // Non-durable mode: the first put resolved once its rows were in memory; so does this.
-        return Some((known.result, None));
+        return Some((result, None));
     }
-    let watcher = match first_put(st, &known.rows) {
+    let watcher = match first_put(&st.mode, &known.rows) {
         FirstPut::Durable => DurableWatcher::ready(Ok(())),
         FirstPut::Lost => DurableWatcher::ready(Err(lost(id))),
         FirstPut::Pending => {
-            let (inner, rows, id) = (inner.clone(), known.rows, id.clone());
-            DurableWatcher::from_future(async move { first_durable(&inner, &rows, &id).await })
+            let (inner, id) = (inner.clone(), id.clone());
+            DurableWatcher::from_future(async move { first_durable(&inner, &id, &result).await })
         }
     };
-    Some((known.result, Some(watcher)))
+    Some((result, Some(watcher)))
 }
 
 fn lost(id: &RequestId) -> Error {
@@ -470,14 +484,15 @@ fn lost(id: &RequestId) -> Error {
     )
 }
 
-/// Waits until the first put of `id` (its rows at `rows`) is durable, or fails as it did.
-async fn first_durable(inner: &WriterInner, rows: &Rows, id: &RequestId) -> Result<()> {
+/// Waits until the first put of `id`, which returned `result`, is durable, or fails as it
+/// did.
+async fn first_durable(inner: &WriterInner, id: &RequestId, result: &WriteResult) -> Result<()> {
     loop {
         // Subscribe before checking, so a report in between is not missed.
         let mut progress = inner.feedback.progress();
         {
-            let st = inner.lock();
-            match first_put(&st, rows) {
+            let mut st = inner.lock();
+            match first_put_now(&mut st, id, result) {
                 FirstPut::Durable => return Ok(()),
                 FirstPut::Lost => return Err(lost(id)),
                 FirstPut::Pending => {}
