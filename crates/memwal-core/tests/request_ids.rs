@@ -378,6 +378,33 @@ async fn a_retry_watched_only_after_the_first_puts_generation_committed_is_durab
     }
 }
 
+// Dropping the writer (neither close() nor abort()) stops its tasks; a retry's watcher, which
+// outlives the handle, must then fail as the first put's does, not wait for reports forever.
+#[tokio::test(start_paused = true)]
+async fn a_retrys_watcher_fails_when_the_writer_is_dropped_unclosed() {
+    let shard = Shard::new(&Backend::memory().store);
+    let w = shard.open(durable()).await;
+    let pause = shard.store.faults().pause_at("wal-append-before-put");
+    let (_, watcher) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+    pause.reached().await;
+    let (_, retry) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+    drop(w);
+    for (what, watcher) in [
+        ("the first put's watcher", watcher),
+        ("the retry's watcher", retry),
+    ] {
+        let e = within_hang_guard(what, watcher.unwrap().wait())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{what}: {e}");
+        assert!(
+            e.to_string()
+                .contains("WAL flush handler exited before reporting durability"),
+            "{what}: {e}"
+        );
+    }
+}
+
 // The put's WAL append never lands (the writer dies before it): the put was never
 // acknowledged, so a retry on the next writer writes the rows, exactly once.
 #[tokio::test]
