@@ -380,8 +380,10 @@ export interface PutOptions {
    * the first put's result (its generation and batch positions as the first put returned
    * them): in durable mode only once the first put's rows are durable, and with the first
    * put's error if its WAL append failed. The first put wins even if this one carries other
-   * data. After a crash only ids whose rows reached the WAL are known: an unacknowledged put
-   * that never reached it is written by its retry, once.
+   * data; a retry with another row count than the first put's is logged as a warning (target
+   * `memwal::request_id`, see `setLogger`) when this writer took the first put itself, since an
+   * id reused for another request is a bug nothing else would show. After a crash only ids whose rows reached the WAL are known: an
+   * unacknowledged put that never reached it is written by its retry, once.
    *
    * A non-empty string of at most 256 UTF-8 bytes (a UUID, a hash of the request, …), compared
    * byte for byte. It must be well-formed UTF-16 (`requestId.isWellFormed()`): a lone surrogate
