@@ -50,6 +50,26 @@ test.serial('setLogger receives the claim with its shard fields, and nothing per
   )
 })
 
+test.serial('a retry with another row count than its first put is a warning', async (t) => {
+  const { records, logger, until } = recorder()
+  setLogger(logger)
+  t.teardown(() => setLogger(null))
+  const w = await ShardWriter.open(tempDir(t), { schema, shard: 'retried' })
+  const first = await w.put(rows([1, 2]), { requestId: 'order-1' })
+  t.deepEqual(await w.put(rows([3, 4]), { requestId: 'order-1' }), first, 'same row count: silent')
+  t.deepEqual(await w.put(rows([5]), { requestId: 'order-1' }), first, 'the first put still wins')
+  await w.close()
+  // Records arrive in order: once the close's flush is here, so is anything the puts logged.
+  await until((r) => r.message === 'flushed generation' && r.fields.shard === w.shardId)
+  const warnings = records.filter((r) => r.target === 'memwal::request_id')
+  t.is(warnings.length, 1, JSON.stringify(warnings))
+  t.like(warnings[0], {
+    level: 'warn',
+    message: "retry carries another row count than the first put of its requestId; it writes nothing and gets the first put's result",
+    fields: { shard: w.shardId, request_id: 'order-1', first_rows: 2, retry_rows: 1 },
+  })
+})
+
 test.serial('at trace level every put is logged; setLogger(null) stops the records', async (t) => {
   const first = recorder()
   setLogger(first.logger, { level: 'trace' })

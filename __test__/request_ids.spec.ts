@@ -123,3 +123,26 @@ test('a bad requestId or put option is INVALID_ARGUMENT naming it, and nothing i
   t.deepEqual(ids(await w.scan()), [1])
   await w.close()
 })
+
+test('a requestId that is not well-formed UTF-16 is INVALID_ARGUMENT naming the lone surrogate, and nothing is written', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  // Read as UTF-8, all three would be 'order-\ufffd': one id, and two acknowledged puts lost.
+  for (const [requestId, index, unit] of [
+    ['order-\ud800', 6, '0xD800'],
+    ['order-\udbff', 6, '0xDBFF'],
+    ['order-\udc00\ud83d\ude00', 6, '0xDC00'],
+    ['order-\ud83d\ude00\ud83d', 8, '0xD83D'],
+  ] as const) {
+    const message = new RegExp(`requestId.*well-formed UTF-16.*code unit ${unit} at index ${index}.*isWellFormed\\(\\)`)
+    await t.throwsAsync(w.put(rows([1]), { requestId }), { instanceOf: InvalidArgumentError, code: 'INVALID_ARGUMENT', message })
+    await t.throwsAsync(w.putNoWait(rows([1]), { requestId }), { instanceOf: InvalidArgumentError, message })
+  }
+  const first = await w.put(rows([2]), { requestId: 'order-\ufffd' })
+  t.deepEqual(first, { generation: 1, batchPositions: { start: 0, end: 1 } }, 'a new put: no id was remembered')
+  // A well-formed astral id works, and its retry is answered.
+  const emoji = await w.put(rows([3]), { requestId: 'order-\ud83d\ude00' })
+  t.deepEqual(await w.put(rows([3]), { requestId: 'order-😀' }), emoji)
+  t.deepEqual(ids(await w.scan()), [2, 3])
+  t.is(w.stats().retriedPuts, 1)
+  await w.close()
+})

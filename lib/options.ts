@@ -380,11 +380,18 @@ export interface PutOptions {
    * the first put's result (its generation and batch positions as the first put returned
    * them): in durable mode only once the first put's rows are durable, and with the first
    * put's error if its WAL append failed. The first put wins even if this one carries other
-   * data. After a crash only ids whose rows reached the WAL are known: an unacknowledged put
-   * that never reached it is written by its retry, once.
+   * data; a retry with another row count than the first put's is logged as a warning (target
+   * `memwal::request_id`, see `setLogger`) when this writer took the first put itself, since an
+   * id reused for another request is a bug nothing else would show. After a crash only ids whose rows reached the WAL are known: an
+   * unacknowledged put that never reached it is written by its retry, once.
    *
    * A non-empty string of at most 256 UTF-8 bytes (a UUID, a hash of the request, …), compared
-   * byte for byte.
+   * byte for byte. It must be well-formed UTF-16 (`requestId.isWellFormed()`): a lone surrogate
+   * (half of a surrogate pair, such as what is left of an emoji cut in two by truncating an id)
+   * has no UTF-8 form, so ids that differ only there could not be told apart, and the put
+   * rejects with an {@link InvalidArgumentError} naming its index and code unit. Cut ids without
+   * splitting a surrogate pair; `toWellFormed()` does not help ids that must stay distinct, as
+   * it replaces every lone surrogate with the same U+FFFD.
    * @defaultValue none (an ordinary put)
    */
   requestId?: string
@@ -412,8 +419,8 @@ export interface PutOptions {
 /**
  * Checks the options of a put: its request id and deadline.
  * @throws {InvalidArgumentError} for options that are not an object, an unknown key, a
- * `requestId` that is not a string (the core checks its length), or a signal that is not an
- * AbortSignal
+ * `requestId` that is not a string (the core checks its length and that it is well-formed
+ * UTF-16), or a signal that is not an AbortSignal
  */
 export function putOptionsOf(options: unknown): {
   requestId: string | undefined

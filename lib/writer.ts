@@ -222,8 +222,8 @@ export class ShardWriter {
    * value that does not fit its field (the message names the row, the field's path, what was
    * expected and what was got), a key that is not a field (unless the writer was opened with
    * `ignoreUnknownFields: true`), or a field whose type plain objects cannot fill (pass a Table
-   * instead); a bad option (a `requestId` that is not a non-empty string of at most 256 UTF-8
-   * bytes). A rejected put writes nothing.
+   * instead); a bad option (a `requestId` that is not a non-empty, well-formed string of at most
+   * 256 UTF-8 bytes). A rejected put writes nothing.
    * @throws {SchemaMismatchError} if the data's schema is not the shard's
    * @throws {FencedError} if this put's WAL append failed or the writer was already fenced
    * (for a retry: the first put's append)

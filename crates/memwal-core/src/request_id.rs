@@ -58,6 +58,35 @@ impl RequestId {
         Ok(RequestId(id.into()))
     }
 
+    /// Validates an id given as UTF-16 code units, the way JavaScript holds strings.
+    ///
+    /// A lone surrogate (half of a surrogate pair without the other half) has no UTF-8 form. A
+    /// lossy conversion would replace it with U+FFFD, so ids that differ only there would become
+    /// one id, and the retry of one put would answer another put that was never written.
+    ///
+    /// # Errors
+    /// As [`RequestId::new`], and `InvalidArgument` naming the index and the code unit of the
+    /// first lone surrogate if `units` is not well-formed UTF-16.
+    pub fn from_utf16(units: &[u16]) -> Result<Self> {
+        let mut id = String::with_capacity(units.len());
+        let mut index = 0;
+        for c in char::decode_utf16(units.iter().copied()) {
+            match c {
+                Ok(c) => {
+                    id.push(c);
+                    index += c.len_utf16();
+                }
+                Err(e) => {
+                    return Err(Error::invalid(format!(
+                        "invalid put option requestId: it is not well-formed UTF-16: the code unit 0x{:04X} at index {index} is a lone surrogate (half of a surrogate pair), which has no UTF-8 form, so ids that differ only there cannot be told apart; pass a well-formed string (requestId.isWellFormed() is true), and cut ids without splitting a surrogate pair",
+                        e.unpaired_surrogate()
+                    )));
+                }
+            }
+        }
+        RequestId::new(id)
+    }
+
     /// The id.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -191,6 +220,36 @@ mod tests {
             let e = RequestId::new(bad).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidArgument);
             assert!(e.to_string().contains("requestId"), "{e}");
+        }
+    }
+
+    #[test]
+    fn utf16_ids_must_be_well_formed() {
+        let utf16 = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
+        let astral = RequestId::from_utf16(&utf16("order-😀")).unwrap();
+        assert_eq!(astral.as_str(), "order-😀");
+        let prefix = utf16("order-");
+        for (lone, index) in [
+            (vec![0xD800], 6),
+            (vec![0xDBFF], 6),
+            (vec![0xDC00, 0xD800], 6),
+            (vec![0xD83D, 0x41], 6),
+            (vec![0xD83D, 0xDE00, 0xDFFF], 8),
+        ] {
+            let units = [prefix.clone(), lone.clone()].concat();
+            let e = RequestId::from_utf16(&units).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            let unit = units[index];
+            let message = e.to_string();
+            assert!(
+                message.contains(&format!("code unit 0x{unit:04X} at index {index}")),
+                "{lone:X?}: {message}"
+            );
+            assert!(message.contains("isWellFormed()"), "{message}");
+        }
+        for bad in [vec![], vec![0x61; MAX_REQUEST_ID_BYTES + 1]] {
+            let e = RequestId::from_utf16(&bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
         }
     }
 

@@ -43,8 +43,10 @@ use state::{Lifecycle, Mode, WriterInner};
 
 /// The writer of one shard. See the module docs and [`crate::flush`] for the durability
 /// contract. Methods take `&self` and may be called concurrently; share it with an `Arc`.
-/// Dropping a writer that was not closed aborts it (unflushed non-durable rows are lost, as in
-/// a crash).
+/// Dropping a writer that was not closed aborts it, as [`ShardWriter::abort`] does without
+/// waiting for its tasks: unflushed non-durable rows are lost, as in a crash, and durability
+/// watchers still waiting (a retry's included) fail with "WAL flush handler exited before
+/// reporting durability".
 pub struct ShardWriter {
     inner: Arc<WriterInner>,
     tasks: Mutex<Option<BackgroundTasks>>,
@@ -593,6 +595,10 @@ impl ShardWriter {
 
 impl Drop for ShardWriter {
     fn drop(&mut self) {
+        // As `abort`, without waiting for the tasks. Closed first, then the waiters woken: a
+        // retry's watcher outlives the handle (it holds the writer's state, not the handle)
+        // and waits for reports that the aborted tasks will never send.
+        self.inner.lock().lifecycle = Lifecycle::Closed;
         if let Some(tasks) = self.take_tasks() {
             for timer in &tasks.periodic {
                 timer.abort();
@@ -600,5 +606,6 @@ impl Drop for ShardWriter {
             tasks.wal_handler.abort();
             tasks.generation_flusher.abort();
         }
+        self.inner.feedback.bump_progress();
     }
 }

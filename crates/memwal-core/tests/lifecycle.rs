@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_schema::Schema;
-use memwal_core::{ErrorCode, ShardWriter};
+use memwal_core::{ErrorCode, PutMode, PutOptions, ShardWriter, Submitted};
 use support::*;
 
 // Reference §8.2 scenario 16: close freezes and flushes the active MemTable.
@@ -153,6 +153,32 @@ async fn dropping_an_open_writer_aborts_it() {
     tokio::task::yield_now().await;
     assert_eq!(shard.wal_len().await, 0);
     assert_eq!(shard.manifest().await.version, 1);
+}
+
+// A put blocked by backpressure outlives the handle it was submitted through; once the handle
+// is dropped (an abort) nothing will relieve the pressure, so the put fails instead of waiting.
+#[tokio::test(start_paused = true)]
+async fn a_put_blocked_by_backpressure_fails_when_the_writer_is_dropped_unclosed() {
+    let (backend, shard) = Backend::memory().with_shard();
+    let w = shard
+        .open(non_durable().with(|c| c.max_unflushed_memtable_bytes = 100))
+        .await;
+    // The flush that would relieve the pressure stops short of its commit.
+    let pause = backend.store.faults().pause_at("generation-before-commit");
+    w.put(vec![rows(0, 10)]).await.unwrap();
+    let Submitted::Blocked(blocked) = w
+        .submit(vec![rows(10, 10)], PutMode::Put, PutOptions::default())
+        .unwrap()
+    else {
+        panic!("the second put must wait for backpressure");
+    };
+    pause.reached().await;
+    drop(w);
+    let e = within_hang_guard("the blocked put", blocked.inserted())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+    shard.assert_recovered(0..10).await;
 }
 
 // Reference §8.2 scenario 41, in memwal's terms: the flush handler has no per-message error

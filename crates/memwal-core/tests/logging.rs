@@ -6,7 +6,7 @@ mod support;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use memwal_core::ShardWriter;
+use memwal_core::{PutOptions, RequestId, ShardWriter};
 use support::*;
 use tracing::level_filters::LevelFilter;
 
@@ -142,6 +142,35 @@ async fn a_retry_is_logged_with_its_operation_attempt_and_error() {
         "{retry}"
     );
     assert!(retry.contains("delay_ms=1"), "{retry}");
+    w.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_retry_with_another_row_count_than_its_first_put_is_a_warning() {
+    let (logs, _guard) = capture(LevelFilter::WARN);
+    let (_backend, shard) = Backend::memory().with_shard();
+    let w = shard.open(durable()).await;
+    let id = || PutOptions::with_request_id(RequestId::new("order-1").unwrap());
+    let first = w.put_with(vec![rows(0, 2)], id()).await.unwrap();
+    // The same row count (other values, even) is an ordinary retry: silent.
+    assert_eq!(w.put_with(vec![rows(5, 2)], id()).await.unwrap(), first);
+    assert_eq!(logs.lines(), [] as [String; 0]);
+    assert_eq!(
+        w.put_with(vec![rows(5, 2), rows(7, 1)], id())
+            .await
+            .unwrap(),
+        first,
+        "the first put still wins"
+    );
+    let warning = logs.line("retry carries another row count");
+    assert!(warning.contains(" WARN memwal::request_id:"), "{warning}");
+    assert!(
+        warning.contains(&format!("shard={}", shard.id)),
+        "{warning}"
+    );
+    assert!(warning.contains("request_id=\"order-1\""), "{warning}");
+    assert!(warning.contains("first_rows=2 retry_rows=3"), "{warning}");
+    assert_eq!(scanned_ids(&w).await, vec![0, 1]);
     w.close().await.unwrap();
 }
 

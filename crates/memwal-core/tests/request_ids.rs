@@ -346,6 +346,65 @@ async fn a_retention_of_zero_keeps_ids_only_until_their_generation_is_flushed() 
     shard.assert_recovered([1, 2, 3]).await;
 }
 
+// A retry's watcher is lazy: taken while the first put is in flight, it may first look after
+// the first put's MemTable was committed as a generation and let go. It must then find the rows
+// where they are now, not report them lost.
+#[tokio::test]
+async fn a_retry_watched_only_after_the_first_puts_generation_committed_is_durable() {
+    for retention_ms in [600_000, 0] {
+        let shard = Shard::new(&Backend::memory().store);
+        let w = shard.open(retaining_ids_for(retention_ms)).await;
+        let pause = shard.store.faults().pause_at("wal-append-before-put");
+        let (first, watcher) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+        pause.reached().await;
+        let (again, retry) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+        assert_eq!(again, first);
+        pause.release();
+        watcher.unwrap().wait().await.unwrap();
+        flush_generation(&w).await;
+        assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
+        if retention_ms == 0 {
+            // Forgotten at its commit, the id is free for a new put, which the old watcher
+            // must not take for the first one.
+            let written = w.put_with(vec![batch([2])], id("a")).await.unwrap();
+            assert_ne!(written, first);
+        }
+        within_hang_guard("the retry's watcher", retry.unwrap().wait())
+            .await
+            .unwrap_or_else(|e| panic!("retention {retention_ms} ms: {e}"));
+        w.close().await.unwrap();
+        let expected: &[i32] = if retention_ms == 0 { &[1, 2] } else { &[1] };
+        shard.assert_recovered(expected.iter().copied()).await;
+    }
+}
+
+// Dropping the writer (neither close() nor abort()) stops its tasks; a retry's watcher, which
+// outlives the handle, must then fail as the first put's does, not wait for reports forever.
+#[tokio::test(start_paused = true)]
+async fn a_retrys_watcher_fails_when_the_writer_is_dropped_unclosed() {
+    let shard = Shard::new(&Backend::memory().store);
+    let w = shard.open(durable()).await;
+    let pause = shard.store.faults().pause_at("wal-append-before-put");
+    let (_, watcher) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+    pause.reached().await;
+    let (_, retry) = w.put_no_wait_with(vec![batch([1])], id("a")).await.unwrap();
+    drop(w);
+    for (what, watcher) in [
+        ("the first put's watcher", watcher),
+        ("the retry's watcher", retry),
+    ] {
+        let e = within_hang_guard(what, watcher.unwrap().wait())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{what}: {e}");
+        assert!(
+            e.to_string()
+                .contains("WAL flush handler exited before reporting durability"),
+            "{what}: {e}"
+        );
+    }
+}
+
 // The put's WAL append never lands (the writer dies before it): the put was never
 // acknowledged, so a retry on the next writer writes the rows, exactly once.
 #[tokio::test]

@@ -9,7 +9,7 @@ use memwal_core::{
 };
 use napi::Env;
 use napi::bindgen_prelude::{
-    Buffer, Either, Float64ArraySlice, Function, Object, PromiseRaw, Uint8Array,
+    Buffer, Either, Float64ArraySlice, Function, Object, PromiseRaw, Uint8Array, Utf16String,
 };
 use napi_derive::napi;
 
@@ -175,7 +175,7 @@ impl NativeShardWriter {
         key_counts: Option<Either<u32, &[u32]>>,
         flags: u32,
         durable_id: Option<f64>,
-        request_id: Option<String>,
+        request_id: Option<Utf16String>,
         mut out: Float64ArraySlice<'env>,
     ) -> napi::Result<Either<bool, PromiseRaw<'env, NativeWriteTicket>>> {
         let cost = flags & PUT_COST != 0;
@@ -188,7 +188,12 @@ impl NativeShardWriter {
             return Err(invalid("put: out must have room for three numbers"));
         }
         let options = PutOptions {
-            request_id: request_id.map(RequestId::new).transpose().napi()?,
+            // Read as UTF-16: a conversion to `String` would replace lone surrogates with
+            // U+FFFD, and ids that differ only there would be taken for one.
+            request_id: request_id
+                .map(|id| RequestId::from_utf16(&id))
+                .transpose()
+                .napi()?,
         };
         let one_row;
         let key_counts = match key_counts {

@@ -34,7 +34,9 @@ pub struct PutOptions {
     /// (see [`crate::WriterConfig::request_id_retention_ms`] for how long), this put writes
     /// nothing and returns the first put's [`WriteResult`], once the first put's rows are
     /// durable (durable mode; at once in non-durable mode), or the first put's typed failure.
-    /// The first put wins even if this one carries other data. `None`: an ordinary put.
+    /// The first put wins even if this one carries other data; one with another row count
+    /// than the first put's is logged as a warning (target `memwal::request_id`). `None`: an
+    /// ordinary put.
     pub request_id: Option<RequestId>,
 }
 
@@ -236,7 +238,7 @@ fn insert(
     let wal_only_appended = st.wal_only_appended();
     st.requests.sweep(wal_only_appended);
     if let Some(id) = &request_id
-        && let Some((result, watcher)) = retried(inner, &mut st, id)
+        && let Some((result, watcher)) = retried(inner, &mut st, id, validated.rows)
     {
         return Ok(Submitted::Inserted(result, watcher));
     }
@@ -297,12 +299,13 @@ fn insert(
             let accepted: Held = mt.active.clone();
             if let Some(record) = &record {
                 debug_assert_eq!(record.result.batch_positions, range);
-                requests.insert(
+                requests.insert_counted(
                     record,
                     Rows::Held {
                         memtable: accepted.memtable.clone(),
                         end: range.end,
                     },
+                    Some(rows),
                 );
             }
             let watcher = if durable {
@@ -370,7 +373,7 @@ fn insert(
                 put_at_ms: requests.now_ms(),
             });
             if let Some(record) = &request {
-                requests.insert(record, Rows::WalOnly { end });
+                requests.insert_counted(record, Rows::WalOnly { end }, Some(rows));
             }
             let _ = inner.wal_tx.send(WalMsg::WalOnlyPut {
                 batches: batches.into_iter().map(|b| b.batch).collect(),
@@ -412,8 +415,21 @@ enum FirstPut {
     Lost,
 }
 
-fn first_put(st: &WriterState, rows: &Rows) -> FirstPut {
-    match (rows, &st.mode) {
+/// Where the first put of `id`, which returned `result`, stands now. Read from the request
+/// index at every look, never kept: while a retry waits, the first put's rows move from a
+/// held MemTable to a committed generation, and the held MemTable it was in is let go.
+fn first_put_now(st: &mut WriterState, id: &RequestId, result: &WriteResult) -> FirstPut {
+    let wal_only_appended = st.wal_only_appended();
+    match st.requests.get(id, wal_only_appended) {
+        Some(known) if known.result == *result => first_put(&st.mode, &known.rows),
+        // The index forgets a put only once its rows are durable (flushed, or appended in
+        // WAL-only mode), and takes another put of the id only after forgetting this one.
+        _ => FirstPut::Durable,
+    }
+}
+
+fn first_put(mode: &Mode, rows: &Rows) -> FirstPut {
+    match (rows, mode) {
         (Rows::Flushed, _) => FirstPut::Durable,
         (Rows::Held { memtable, end }, Mode::MemTable(mt)) => {
             match mt.held().find(|h| Arc::ptr_eq(&h.memtable, memtable)) {
@@ -431,7 +447,9 @@ fn first_put(st: &WriterState, rows: &Rows) -> FirstPut {
 }
 
 /// If `id` is remembered: the first put's result and, in durable mode, a watcher of the first
-/// put's durability. Caller holds the state lock.
+/// put's durability. `row_count`: the retry's rows, only compared with the first put's (a
+/// difference is logged: the first put wins, but an id reused for another request is likely a
+/// client's bug that nothing else would show). Caller holds the state lock.
 ///
 /// The watcher is satisfied only by the first put's own rows being durable: the writer's
 /// record of the WAL progress of the exact MemTable that accepted them (reported by the WAL
@@ -442,23 +460,37 @@ fn retried(
     inner: &Arc<WriterInner>,
     st: &mut WriterState,
     id: &RequestId,
+    row_count: u64,
 ) -> Option<(WriteResult, Option<DurableWatcher>)> {
     let wal_only_appended = st.wal_only_appended();
-    let known = st.requests.get(id, wal_only_appended)?.clone();
+    let known = st.requests.get(id, wal_only_appended)?;
+    let result = known.result;
     inner.feedback.stats.record_retried_put();
+    if let Some(first_rows) = known.row_count
+        && first_rows != row_count
+    {
+        tracing::warn!(
+            target: "memwal::request_id",
+            shard = %inner.shard_id,
+            request_id = id.as_str(),
+            first_rows,
+            retry_rows = row_count,
+            "retry carries another row count than the first put of its requestId; it writes nothing and gets the first put's result"
+        );
+    }
     if !inner.config.durable_write {
         // Non-durable mode: the first put resolved once its rows were in memory; so does this.
-        return Some((known.result, None));
+        return Some((result, None));
     }
-    let watcher = match first_put(st, &known.rows) {
+    let watcher = match first_put(&st.mode, &known.rows) {
         FirstPut::Durable => DurableWatcher::ready(Ok(())),
         FirstPut::Lost => DurableWatcher::ready(Err(lost(id))),
         FirstPut::Pending => {
-            let (inner, rows, id) = (inner.clone(), known.rows, id.clone());
-            DurableWatcher::from_future(async move { first_durable(&inner, &rows, &id).await })
+            let (inner, id) = (inner.clone(), id.clone());
+            DurableWatcher::from_future(async move { first_durable(&inner, &id, &result).await })
         }
     };
-    Some((known.result, Some(watcher)))
+    Some((result, Some(watcher)))
 }
 
 fn lost(id: &RequestId) -> Error {
@@ -470,14 +502,15 @@ fn lost(id: &RequestId) -> Error {
     )
 }
 
-/// Waits until the first put of `id` (its rows at `rows`) is durable, or fails as it did.
-async fn first_durable(inner: &WriterInner, rows: &Rows, id: &RequestId) -> Result<()> {
+/// Waits until the first put of `id`, which returned `result`, is durable, or fails as it
+/// did.
+async fn first_durable(inner: &WriterInner, id: &RequestId, result: &WriteResult) -> Result<()> {
     loop {
         // Subscribe before checking, so a report in between is not missed.
         let mut progress = inner.feedback.progress();
         {
-            let st = inner.lock();
-            match first_put(&st, rows) {
+            let mut st = inner.lock();
+            match first_put_now(&mut st, id, result) {
                 FirstPut::Durable => return Ok(()),
                 FirstPut::Lost => return Err(lost(id)),
                 FirstPut::Pending => {}

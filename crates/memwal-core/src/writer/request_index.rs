@@ -77,6 +77,9 @@ pub(crate) struct Known {
     pub result: WriteResult,
     /// Where its rows are.
     pub rows: Rows,
+    /// How many rows it wrote, if this writer took it (ids loaded on open have none, see
+    /// [`RequestIndex::insert`]). A retry with another count is logged.
+    pub row_count: Option<u64>,
     /// When window (b) ends, in Unix milliseconds.
     expires_at_ms: u64,
 }
@@ -112,16 +115,23 @@ impl RequestIndex {
         put_at_ms.saturating_add(self.retention_ms) > self.now_ms()
     }
 
-    /// Remembers `record`, whose rows are at `rows`. A later record of the same id replaces
-    /// an earlier one (only possible once the earlier one's window ended, or when loading
-    /// records oldest first).
+    /// Remembers `record`, whose rows are at `rows`, without a row count (ids loaded on open,
+    /// whose records hold batch positions, not row counts). A later record of the same id
+    /// replaces an earlier one (only possible once the earlier one's window ended, or when
+    /// loading records oldest first).
     pub fn insert(&mut self, record: &PutRecord, rows: Rows) {
+        self.insert_counted(record, rows, None);
+    }
+
+    /// [`RequestIndex::insert`] for a put of `row_count` rows that this writer takes.
+    pub fn insert_counted(&mut self, record: &PutRecord, rows: Rows, row_count: Option<u64>) {
         let expires_at_ms = record.put_at_ms.saturating_add(self.retention_ms);
         self.known.insert(
             record.id.clone(),
             Known {
                 result: record.result,
                 rows,
+                row_count,
                 expires_at_ms,
             },
         );
