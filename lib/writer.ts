@@ -220,7 +220,8 @@ export class ShardWriter {
    * that is not a put input, a Table or RecordBatch whose structure is not apache-arrow's, or
    * bytes that are not an Arrow IPC stream; for rows: an element that is not a plain object, a
    * value that does not fit its field (the message names the row, the field's path, what was
-   * expected and what was got), a key that is not a field (unless the writer was opened with
+   * expected and what was got), a row whose keys cannot be read (a Proxy whose `ownKeys` trap
+   * throws; the message names the row and what was thrown), a key that is not a field (unless the writer was opened with
    * `ignoreUnknownFields: true`), or a field whose type plain objects cannot fill (pass a Table
    * instead); a bad option (a `requestId` that is not a non-empty string of at most 256 UTF-8
    * bytes). A rejected put writes nothing.
