@@ -120,7 +120,9 @@ export class ShardWriter {
    * Adds `listener` for `event` (see {@link ShardWriterEvents}): `fenced`, `walAppend`,
    * `generationFlushed`, `compaction`, `gc`, `error`. Listeners run on the JavaScript thread,
    * after what they report took effect. The first listener starts the events; with none, a
-   * writer builds none.
+   * writer builds none. A listener that throws (or rejects) never crashes the process: what it
+   * threw comes as an `error` event if the writer has an `error` listener, otherwise as a
+   * process warning (see {@link ShardWriterEvents}).
    * @returns this writer, for chaining
    * @throws {InvalidArgumentError} for an unknown event or a listener that is not a function
    *
