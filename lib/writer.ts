@@ -207,6 +207,11 @@ export class ShardWriter {
    * or a missing key is null. Tables, RecordBatches and IPC bytes suit bulk data built as
    * Arrow already.
    *
+   * A string value holding a lone surrogate (half of a UTF-16 surrogate pair, such as
+   * `'\uD800'`, which has no UTF-8 spelling) is not rejected: each lone surrogate is stored as
+   * U+FFFD (`'\uFFFD'`), as `TextEncoder` writes it, so the value read back differs. Check
+   * `value.isWellFormed()` before the put where that matters.
+   *
    * @param data - an array of plain objects (rows); an apache-arrow Table, a RecordBatch, or
    * RecordBatch[] (from any copy of apache-arrow, version 15 or newer, loaded through `import`
    * or `require`); or Arrow IPC stream bytes. A Table's empty batches are skipped; in a
