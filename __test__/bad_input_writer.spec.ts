@@ -108,7 +108,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
     }
     await t.throwsAsync(ShardWriter.open(store, { schema, shardId, maxWalPersistRetries: 2 ** 40 }), {
       instanceOf: InvalidArgumentError,
-      message: /maxWalPersistRetries: 1099511627776 is too large/,
+      message: /invalid option maxWalPersistRetries: must be between 0 and 64, got 1099511627776$/,
     })
     for (const option of ['durableWrite', 'enableMemtable', 'ignoreUnknownFields']) {
       for (const bad of ['yes', 1, null, Number.NaN]) {
@@ -135,6 +135,40 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
         instanceOf: InvalidArgumentError,
         message: new RegExp(`unknown option \`${unknown}\`; known options: schema, shard, shardId`),
       })
+    }
+  })
+})
+
+test('an out-of-range option is rejected with a message that ends with the value given', async (t) => {
+  const store = ObjectStore.memory()
+  await assertClaimsNothing(t, store, async (shardId) => {
+    const WEEK = 7 * 86_400_000
+    const cases: Array<[string, number]> = [
+      ['maxMemtableAgeMs', 0],
+      ['maxMemtableAgeMs', WEEK + 1],
+      ['maxMemtableAgeMs', -1],
+      ['maxWalFlushIntervalMs', 0],
+      ['maxMemtableSize', 0],
+      ['maxMemtableBatches', 0],
+      ['maxMemtableBatches', 2 ** 40],
+      ['maxWalPersistRetries', 65],
+      ['maxWalPersistRetries', 2 ** 40],
+      ['walPersistRetryBaseDelayMs', 60_001],
+      ['maxUnflushedMemtableBytes', 0],
+      ['requestIdRetentionMs', WEEK + 1],
+      ['gcIntervalMs', 0],
+      ['gcKeepManifestVersions', 1],
+      ['gcGraceMs', WEEK + 1],
+      ['compactionMaxGenerations', 1],
+      ['compactionTargetBytes', 0],
+      ['maxWalBufferSize', 1.5],
+    ]
+    for (const [option, value] of cases) {
+      const e = await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: value } as never), {
+        instanceOf: InvalidArgumentError,
+      })
+      t.true(e?.message.includes(option), `${option} = ${value}: names the option: ${e?.message}`)
+      t.true(e?.message.endsWith(`, got ${value}`), `${option} = ${value}: ends with the value: ${e?.message}`)
     }
   })
 })

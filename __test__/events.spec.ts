@@ -13,7 +13,7 @@ import {
   ShardWriter,
   type WalAppendEvent,
 } from '../index'
-import { rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './helpers'
 
 /**
  * The next `event` of `w`, as a promise. Events do not keep the process alive (a service has
@@ -140,4 +140,60 @@ test('backpressure is emitted once when puts start waiting and once when they st
   t.true(phases.length >= 2, JSON.stringify(phases))
   phases.forEach((e, i) => t.is(e.phase, i % 2 === 0 ? 'start' : 'end', JSON.stringify(phases)))
   t.true((phases[0]?.bytesWaiting ?? 0) >= 100, JSON.stringify(phases))
+})
+
+/** Resolves once `done()` holds, checking at every turn of the event loop (which it keeps alive). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 1))
+}
+
+test('a listener that throws or rejects is reported as an error event; the event\'s other listeners still run', async (t) => {
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  const errors: Error[] = []
+  const positions: number[] = []
+  w.on('error', (e) => errors.push(e))
+  w.on('walAppend', () => {
+    throw new Error('boom')
+  })
+  w.on('walAppend', async () => {
+    throw new Error('async boom')
+  })
+  w.on('walAppend', (e) => positions.push(e.position))
+  await w.put(rows([1]))
+  await until(() => errors.length === 2 && positions.length === 1)
+  t.deepEqual(positions, [1])
+  t.deepEqual(
+    errors.map((e) => e.message),
+    ["a ShardWriter 'walAppend' listener threw: boom", "a ShardWriter 'walAppend' listener threw: async boom"],
+  )
+  t.is((errors[0]!.cause as Error).message, 'boom')
+  // The writer goes on.
+  await w.put(rows([2]))
+  await until(() => positions.length === 2)
+  t.deepEqual(positions, [1, 2])
+  await w.close()
+})
+
+test('with no error listener (or one that throws), a listener\'s error becomes a process warning, not a crash', async (t) => {
+  const warnings: Error[] = []
+  const onWarning = (warning: Error): void => {
+    if (warning.name === 'MemWalListenerWarning') warnings.push(warning)
+  }
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  const w = await ShardWriter.open(memoryLocation(), { schema })
+  w.on('walAppend', () => {
+    throw new Error('boom')
+  })
+  await w.put(rows([1]))
+  await until(() => warnings.length === 1)
+  t.regex(warnings[0]!.message, /^a ShardWriter 'walAppend' listener threw: boom\. memwal went on; .*listen for 'error'/)
+  // An `error` listener that throws itself is reported the same way, once.
+  w.on('error', () => {
+    throw new Error('the error listener broke')
+  })
+  await w.put(rows([2]))
+  await until(() => warnings.length === 2)
+  t.regex(warnings[1]!.message, /^a ShardWriter 'error' listener threw: the error listener broke/)
+  await w.close()
 })

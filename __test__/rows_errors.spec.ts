@@ -220,6 +220,24 @@ test('a getter that throws rejects the put with its message', async (t) => {
   await assertRejected(t, [[[f('id', new Int32())], [{ id: 1 }, row], 'row 1, field "id": reading the value threw: boom']])
 })
 
+test('a row (or struct value) whose keys cannot be read rejects the put naming the row and what was thrown', async (t) => {
+  const keysThrow = (target: object) =>
+    new Proxy(target, {
+      ownKeys() {
+        throw new Error('no keys for you')
+      },
+    })
+  await assertRejected(t, [
+    [[f('id', new Int32())], [keysThrow({ id: 1 })], 'row 0: the row object threw while its keys were read: no keys for you'],
+    [[f('id', new Int32())], [{ id: 1 }, { id: 2 }, keysThrow({ id: 3 })], 'row 2: the row object threw while its keys were read: no keys for you'],
+    [
+      [f('s', new Struct([f('a', new Int32())]))],
+      [{ s: { a: 1 } }, { s: keysThrow({ a: 2 }) }],
+      'row 1, field "s": the object threw while its keys were read: no keys for you',
+    ],
+  ])
+})
+
 test('rows are rejected in durable mode too, and nothing reaches the WAL', async (t) => {
   await assertRejected(t, [[[f('id', new Int32())], [{ id: 1 }, { id: 'x' }], 'row 1, field "id"']], true)
 })

@@ -17,6 +17,7 @@ import {
   ShardReader,
   ShardWriter,
   WalTailer,
+  collectGarbage,
 } from '../index'
 import { ids, rows, schema, tempDir } from './helpers'
 
@@ -147,4 +148,23 @@ test('a shard folder without a manifest is skipped by listShards and noted by in
   const none = await memwal('scan', dir)
   t.is(none.code, 3)
   t.regex(none.stderr, /no shard default at .*; shards there: events \(/)
+})
+
+test('a shard name not in Unicode NFC is refused everywhere, saying to normalize it; the NFC spelling is the one shard', async (t) => {
+  const dir = tempDir(t)
+  const composed = 'caf\u00e9'
+  const decomposed = 'cafe\u0301'
+  t.is(decomposed.normalize('NFC'), composed)
+  const message = /shard name "cafe\\u\{301\}" is not in Unicode NFC .*name\.normalize\('NFC'\).*opened by its id/
+  await t.throwsAsync(ShardWriter.open(dir, { schema, shard: decomposed }), { instanceOf: InvalidArgumentError, message })
+  const w = await ShardWriter.open(dir, { schema, shard: composed })
+  await w.put(rows([1]))
+  await w.close()
+  await t.throwsAsync(ShardReader.open(dir, { shard: decomposed }), { instanceOf: InvalidArgumentError, message })
+  await t.throwsAsync(WalTailer.open(dir, { shard: decomposed }), { instanceOf: InvalidArgumentError, message })
+  await t.throwsAsync(collectGarbage(dir, { shard: decomposed }), { instanceOf: InvalidArgumentError, message })
+  // What the user is told to do works, and reaches the one shard there is.
+  const r = await ShardReader.open(dir, { shard: decomposed.normalize('NFC') })
+  t.deepEqual(ids(await r.scan()), [1])
+  t.deepEqual(await ObjectStore.local(dir).listShards(), [{ id: w.shardId, name: composed }])
 })

@@ -1,7 +1,7 @@
 // No silent gaps (issue 15, item 4), as a user meets them: delete WAL entry 4 of 10 by hand,
 // and every way of reading the shard says so, naming the slot, instead of returning 30 of 100
 // rows; put it back and everything is there. A copy of an entry in the next slot is refused
-// rather than replayed twice.
+// rather than replayed twice. Deleting the newest entry is the one gap nothing can see.
 
 import { copyFileSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
@@ -62,4 +62,22 @@ test('a WAL entry copied into the next slot is CORRUPT, not replayed twice', asy
   await t.throwsAsync(ShardWriter.open(dir, { schema }), misplaced)
   await t.throwsAsync(async () => (await ShardReader.open(dir)).scan(), misplaced)
   await t.throwsAsync(async () => (await WalTailer.open(dir)).read(11), misplaced)
+})
+
+// The limit the README states ("On-disk layout"): nothing follows the newest entry, so its
+// deletion looks like the end of the WAL. Pinned so that the README stays true.
+test('the newest WAL entry deleted by hand goes unnoticed: its rows are lost and its slot is reused', async (t) => {
+  const dir = tempDir(t)
+  const shardId = await tenEntries(dir)
+  renameSync(walFile(dir, shardId, 10), `${walFile(dir, shardId, 10)}.moved`)
+  const tailer = await WalTailer.open(dir)
+  await tailer.verify()
+  t.is(await tailer.nextPosition(), 10)
+  const w = await ShardWriter.open(dir, { schema })
+  t.deepEqual(
+    ids(await w.scan()),
+    Array.from({ length: 90 }, (_, i) => i),
+  )
+  t.like(await tailer.read(10), { isSentinel: true, writerEpoch: 2 })
+  await w.close()
 })

@@ -95,18 +95,37 @@ const isRows = (data: unknown[]): boolean => data.length > 0 && !isRecordBatch(d
  * of a lone row is a number, which spares the put a typed array.
  */
 function rowsData(rows: unknown[]): RowsData {
-  if (rows.length === 1) {
-    let n = 0
-    for (const _ in rows[0] as object) n++
-    return { kind: 'rows', rows, keyCounts: n }
+  // `for...in` runs the row's code, if it has any: a Proxy's `ownKeys` trap, for one. One try
+  // around the whole loop costs the happy path nothing, and `i` still names the row that threw.
+  let i = 0
+  try {
+    if (rows.length === 1) {
+      let n = 0
+      for (const _ in rows[0] as object) n++
+      return { kind: 'rows', rows, keyCounts: n }
+    }
+    const keyCounts = new Uint32Array(rows.length)
+    for (; i < rows.length; i++) {
+      let n = 0
+      for (const _ in rows[i] as object) n++
+      keyCounts[i] = n
+    }
+    return { kind: 'rows', rows, keyCounts }
+  } catch (e) {
+    throw new InvalidArgumentError(
+      `row ${i}: the row object threw while its keys were read: ${messageOf(e)}; pass plain objects (a Proxy's ownKeys trap must not throw)`,
+      { cause: e },
+    )
   }
-  const keyCounts = new Uint32Array(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    let n = 0
-    for (const _ in rows[i] as object) n++
-    keyCounts[i] = n
+}
+
+/** What `e` says, for a message; never throws. */
+function messageOf(e: unknown): string {
+  try {
+    return e instanceof Error ? e.message : String(e)
+  } catch {
+    return describeValue(e)
   }
-  return { kind: 'rows', rows, keyCounts }
 }
 
 /** The `numRows` of a batch or Table, checked to be a count. */

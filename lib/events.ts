@@ -86,6 +86,15 @@ export interface BackpressureEvent {
  * - `error`: a background task failed without fencing the writer (a garbage collection); puts
  *   go on. With no `error` listener it is dropped, never thrown: unlike a plain
  *   `EventEmitter`, a writer does not crash the process over it.
+ *
+ * A listener that throws (or an `async` listener whose promise rejects) does not crash the
+ * process either, and the event's other listeners still run: events come from memwal's
+ * background tasks, where no caller of yours could catch it. What it threw is reported as an
+ * `error` event, an `Error` whose message names the event and whose `cause` is what was thrown,
+ * if the writer has an `error` listener; otherwise (or if an `error` listener threw) as a
+ * process warning (`process.emitWarning`, type `MemWalListenerWarning`), which Node prints to
+ * stderr and `process.on('warning')` receives. Catch errors inside a listener to handle them
+ * yourself.
  */
 export interface ShardWriterEvents {
   /** The writer was fenced: the error every later call rejects with. */
@@ -102,8 +111,11 @@ export interface ShardWriterEvents {
   retry: [event: RetryEvent]
   /** Puts started or stopped waiting for backpressure. */
   backpressure: [event: BackpressureEvent]
-  /** A background task failed without fencing the writer. */
-  error: [error: MemWalError]
+  /**
+   * A background task failed without fencing the writer (a {@link MemWalError}), or a listener
+   * of another event threw (an `Error` naming the event, with what was thrown as `cause`).
+   */
+  error: [error: MemWalError | Error]
 }
 
 const EVENT_NAMES: ReadonlyArray<keyof ShardWriterEvents> = ['fenced', 'walAppend', 'generationFlushed', 'compaction', 'gc', 'retry', 'backpressure', 'error']
@@ -123,12 +135,12 @@ export function emitNativeEvent(emitter: EventEmitter, json: string): void {
   const { type, ...fields } = JSON.parse(json) as { type: string; error?: string } & Record<string, unknown>
   switch (type) {
     case 'fenced':
-      emitter.emit('fenced', translate(new Error(fields.error)))
+      emitSafely(emitter, 'fenced', translate(new Error(fields.error)))
       return
     case 'error':
       // An `error` with no listener would throw out of the binding's callback and end the
       // process; the failure is not the writer's end, so it is dropped instead.
-      if (emitter.listenerCount('error') > 0) emitter.emit('error', translate(new Error(fields.error)))
+      if (emitter.listenerCount('error') > 0) emitSafely(emitter, 'error', translate(new Error(fields.error)))
       return
     case 'walAppend':
     case 'generationFlushed':
@@ -136,12 +148,57 @@ export function emitNativeEvent(emitter: EventEmitter, json: string): void {
     case 'gc':
     case 'retry':
     case 'backpressure':
-      emitter.emit(type, fields)
+      emitSafely(emitter, type, fields)
       return
     default:
       // An event of a newer binding: nobody can listen for it yet.
       return
   }
+}
+
+/**
+ * Calls each listener of `event` as `emitter.emit` would, but a listener that throws, or
+ * returns a promise that rejects, is reported (see {@link reportListenerError}) instead of
+ * thrown: this runs in the binding's callback, where a throw would be an uncaught exception
+ * that ends the process, and it would also skip the event's later listeners.
+ */
+function emitSafely(emitter: EventEmitter, event: keyof ShardWriterEvents, arg: unknown): void {
+  // `rawListeners` is a copy, and holds `once` wrappers, which remove themselves when called.
+  for (const listener of emitter.rawListeners(event)) {
+    try {
+      const result: unknown = Reflect.apply(listener, emitter, [arg])
+      if (isPromiseLike(result)) {
+        result.then(undefined, (e: unknown) => reportListenerError(emitter, event, e))
+      }
+    } catch (e) {
+      reportListenerError(emitter, event, e)
+    }
+  }
+}
+
+const isPromiseLike = (v: unknown): v is PromiseLike<unknown> =>
+  (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function'
+
+/**
+ * Reports what a listener of `event` threw: as an `error` event if there is an `error`
+ * listener (and the thrower was not one), else as a process warning. Never throws.
+ */
+function reportListenerError(emitter: EventEmitter, event: keyof ShardWriterEvents, thrown: unknown): void {
+  let message: string
+  try {
+    message = thrown instanceof Error ? thrown.message : String(thrown)
+  } catch {
+    message = describeValue(thrown)
+  }
+  const error = new Error(`a ShardWriter '${event}' listener threw: ${message}`, { cause: thrown })
+  if (event !== 'error' && emitter.listenerCount('error') > 0) {
+    emitSafely(emitter, 'error', error)
+    return
+  }
+  process.emitWarning(
+    `${error.message}. memwal went on; catch errors inside the listener, or listen for 'error' on the writer to receive them there`,
+    { type: 'MemWalListenerWarning', detail: thrown instanceof Error ? thrown.stack : undefined },
+  )
 }
 
 export { EventEmitter }

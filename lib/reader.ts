@@ -118,13 +118,25 @@ export class ShardReader {
 export class WalTailer {
   readonly #native: NativeWalTailer
   #closed = false
+  /** Aborted by `close()`, so that a `follow()` waiting for the next entry ends at once. */
+  readonly #closing = new AbortController()
 
   private constructor(native: NativeWalTailer) {
     this.#native = native
   }
 
   /**
-   * A tailer over a shard's WAL.
+   * A tailer over a shard's WAL: `options.shard` (a name), `options.shardId`, or the shard named
+   * `'default'` if neither is given.
+   *
+   * Unlike {@link ShardReader.open}, it resolves even when the location holds no such shard
+   * (yet): a change-data-capture consumer may start before the shard's first writer, and its
+   * {@link WalTailer.follow} then waits for the shard's first entry ({@link WalTailer.read}
+   * returns `null`, {@link WalTailer.nextPosition} 1). So a misspelt location or shard name
+   * waits for ever instead of failing: check the name, or open a {@link ShardReader} first
+   * where the shard must already exist.
+   * @throws {InvalidArgumentError} for a bad location or option, e.g. a shard name that is not
+   * valid
    * @throws {TimeoutError} if `options.timeoutMs` passed
    * @throws {AbortError} if `options.signal` aborted the open
    */
@@ -189,8 +201,12 @@ export class WalTailer {
    * Yields every WAL entry from `options.from` on, in position order, as it lands: entries that
    * exist at once, then each new one, polling the next slot every `pollIntervalMs` while there
    * is none. Fence sentinels are yielded too (`isSentinel`, no table). It never ends by itself:
-   * `break` out of the loop, abort `options.signal`, or close the tailer. To resume after a
-   * restart, save `entry.position + 1` and pass it as `from`.
+   * `break` out of the loop, abort `options.signal` (the loop then throws an
+   * {@link AbortError}), or close the tailer: {@link WalTailer.close}, from anywhere, ends a
+   * running loop as `break` would (it returns, without throwing, and yields nothing more, not
+   * even an entry whose read was under way); iterating a tailer closed before the loop's first
+   * step throws {@link ClosedError}. To resume after a restart, save `entry.position + 1` and
+   * pass it as `from`.
    *
    * @param options - `from`: the first position (default: {@link WalTailer.firstPosition});
    * `pollIntervalMs` (default 100); `signal` ends the iteration with an {@link AbortError}
@@ -208,27 +224,33 @@ export class WalTailer {
    */
   async *follow(options?: FollowOptions): AsyncGenerator<WalEntry, void, undefined> {
     const { from, pollIntervalMs, signal } = followOptionsOf(options)
+    // Iterating a tailer that was already closed is a mistake, as any other call on it is; a
+    // close while the loop runs is how its owner stops it, which is no error of the consumer's.
+    requireOpen(this.#closed, 'WalTailer')
     let position = from ?? (await this.firstPosition())
     while (true) {
       if (signal?.aborted) {
         throw new AbortError('WalTailer.follow was aborted', { cause: signal.reason })
       }
-      requireOpen(this.#closed, 'WalTailer')
+      if (this.#closed) return
       const entry = await this.read(position)
+      if (this.#closed) return
       if (entry !== null) {
         yield entry
         position += 1
         continue
       }
-      await sleep(pollIntervalMs, signal)
+      await sleep(pollIntervalMs, signal, this.#closing.signal)
     }
   }
 
   /**
-   * Releases the tailer: later calls reject with {@link ClosedError}. Never fails. Idempotent.
+   * Releases the tailer: later calls reject with {@link ClosedError}, and a
+   * {@link WalTailer.follow} loop in progress ends (returns) at once. Never fails. Idempotent.
    */
   async close(): Promise<void> {
     this.#closed = true
+    this.#closing.abort()
   }
 
   /** `await using t = await WalTailer.open(...)` closes the tailer at scope exit (Node ≥ 22). */
@@ -282,15 +304,17 @@ function followOptionsOf(options: unknown): { from?: number; pollIntervalMs: num
   return { from, pollIntervalMs, signal: o.signal as AbortSignal | undefined }
 }
 
-/** Waits `ms`, or until `signal` aborts (then resolves at once: the caller checks it). */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or until `signal` or `closing` aborts (then resolves at once: the caller checks them). */
+function sleep(ms: number, signal: AbortSignal | undefined, closing: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer)
       signal?.removeEventListener('abort', done)
+      closing.removeEventListener('abort', done)
       resolve()
     }
     const timer = setTimeout(done, ms)
     signal?.addEventListener('abort', done, { once: true })
+    closing.addEventListener('abort', done, { once: true })
   })
 }

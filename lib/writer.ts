@@ -120,7 +120,9 @@ export class ShardWriter {
    * Adds `listener` for `event` (see {@link ShardWriterEvents}): `fenced`, `walAppend`,
    * `generationFlushed`, `compaction`, `gc`, `error`. Listeners run on the JavaScript thread,
    * after what they report took effect. The first listener starts the events; with none, a
-   * writer builds none.
+   * writer builds none. A listener that throws (or rejects) never crashes the process: what it
+   * threw comes as an `error` event if the writer has an `error` listener, otherwise as a
+   * process warning (see {@link ShardWriterEvents}).
    * @returns this writer, for chaining
    * @throws {InvalidArgumentError} for an unknown event or a listener that is not a function
    *
@@ -205,6 +207,11 @@ export class ShardWriter {
    * or a missing key is null. Tables, RecordBatches and IPC bytes suit bulk data built as
    * Arrow already.
    *
+   * A string value holding a lone surrogate (half of a UTF-16 surrogate pair, such as
+   * `'\uD800'`, which has no UTF-8 spelling) is not rejected: each lone surrogate is stored as
+   * U+FFFD (`'\uFFFD'`), as `TextEncoder` writes it, so the value read back differs. Check
+   * `value.isWellFormed()` before the put where that matters.
+   *
    * @param data - an array of plain objects (rows); an apache-arrow Table, a RecordBatch, or
    * RecordBatch[] (from any copy of apache-arrow, version 15 or newer, loaded through `import`
    * or `require`); or Arrow IPC stream bytes. A Table's empty batches are skipped; in a
@@ -220,7 +227,8 @@ export class ShardWriter {
    * that is not a put input, a Table or RecordBatch whose structure is not apache-arrow's, or
    * bytes that are not an Arrow IPC stream; for rows: an element that is not a plain object, a
    * value that does not fit its field (the message names the row, the field's path, what was
-   * expected and what was got), a key that is not a field (unless the writer was opened with
+   * expected and what was got), a row whose keys cannot be read (a Proxy whose `ownKeys` trap
+   * throws; the message names the row and what was thrown), a key that is not a field (unless the writer was opened with
    * `ignoreUnknownFields: true`), or a field whose type plain objects cannot fill (pass a Table
    * instead); a bad option (a `requestId` that is not a non-empty, well-formed string of at most
    * 256 UTF-8 bytes). A rejected put writes nothing.

@@ -317,9 +317,11 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
         Ok(())
     }),
     ("maxWalPersistRetries", |c, name, v| {
-        c.max_wal_persist_retries = uint(name, v)?
-            .try_into()
-            .map_err(|_| Error::invalid(format!("invalid option {name}: {v} is too large")))?;
+        c.max_wal_persist_retries = uint(name, v)?.try_into().map_err(|_| {
+            Error::invalid(format!(
+                "invalid option {name}: must be between 0 and {MAX_WAL_PERSIST_RETRIES_LIMIT}, got {v}"
+            ))
+        })?;
         Ok(())
     }),
     ("walPersistRetryBaseDelayMs", |c, name, v| {
@@ -331,9 +333,11 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
         Ok(())
     }),
     ("maxMemtableBatches", |c, name, v| {
-        c.max_memtable_batches = uint(name, v)?
-            .try_into()
-            .map_err(|_| Error::invalid(format!("invalid option {name}: {v} is too large")))?;
+        c.max_memtable_batches = uint(name, v)?.try_into().map_err(|_| {
+            Error::invalid(format!(
+                "invalid option {name}: must be between 1 and {MAX_MEMTABLE_BATCHES_LIMIT}, got {v}"
+            ))
+        })?;
         Ok(())
     }),
     ("maxMemtableAgeMs", |c, name, v| {

@@ -367,6 +367,35 @@ pub(crate) fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Whether `e` or any of its sources says that no connection to the store could be made
+/// (refused, no route, a host name that does not resolve): the store was never reached, so the
+/// failure says nothing about what the store supports.
+pub(crate) fn is_unreachable(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+        if let Some(h) = e.downcast_ref::<object_store::client::HttpError>()
+            && h.kind() == object_store::client::HttpErrorKind::Connect
+        {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::AddrNotAvailable
+            )
+        {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

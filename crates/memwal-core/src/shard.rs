@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use unicode_normalization::UnicodeNormalization;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -23,8 +24,11 @@ pub const MAX_SHARD_NAME_BYTES: usize = 200;
 const NAMESPACE: Uuid = Uuid::from_u128(0xca2e_c0ef_b7f4_4339_afc0_58ef_2006_c8a6);
 
 /// A valid shard name. Invariant: 1 to [`MAX_SHARD_NAME_BYTES`] bytes, no control characters,
-/// no leading or trailing white space, and not itself a UUID (so a name and an id are never
-/// confused where either is accepted, as in the CLI's `--shard`).
+/// no leading or trailing white space, in Unicode NFC, and not itself a UUID (so a name and an
+/// id are never confused where either is accepted, as in the CLI's `--shard`). NFC because the
+/// id hashes the name's bytes: `café` typed as `e` plus a combining accent (NFD, as macOS file
+/// names and some keyboards produce it) would otherwise be a second shard that lists and prints
+/// exactly like the first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShardName(String);
 
@@ -45,6 +49,11 @@ impl ShardName {
             Some("holds a control character".to_string())
         } else if name.trim() != name {
             Some("starts or ends with white space".to_string())
+        } else if !unicode_normalization::is_nfc(name) {
+            Some(format!(
+                "is not in Unicode NFC (composed) form, so it would reach a different shard than the same name written composed ({}). Pass the name normalized, e.g. name.normalize('NFC') in JavaScript; a shard already created under this spelling can still be opened by its id (shardId, or --shard ID in the CLI)",
+                quoted(&name.nfc().collect::<String>())
+            ))
         } else if Uuid::parse_str(name).is_ok() {
             Some("is a UUID; pass a shard's id as shardId (or --shard in the CLI)".to_string())
         } else {
@@ -199,6 +208,24 @@ mod tests {
             .to_string();
         assert!(e.len() < 200 && e.contains("202 bytes"), "{e}");
         assert!(ShardName::parse(&"é".repeat(MAX_SHARD_NAME_BYTES / 2)).is_ok());
+    }
+
+    #[test]
+    fn a_name_not_in_nfc_is_refused_saying_how_to_normalize_it() {
+        let decomposed = "cafe\u{301}";
+        let e = ShardName::parse(decomposed).unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
+        let m = e.to_string();
+        assert!(m.contains("is not in Unicode NFC"), "{m}");
+        assert!(m.contains("normalize('NFC')"), "{m}");
+        assert!(m.contains("by its id"), "{m}");
+        assert!(m.contains("(\"café\")"), "shows the composed spelling: {m}");
+        assert!(
+            ShardRef::parse(decomposed).is_err(),
+            "every entry point parses names here"
+        );
+        // The composed spelling is the one name.
+        assert_eq!(ShardName::parse("caf\u{e9}").unwrap().as_str(), "café");
     }
 
     #[test]

@@ -429,6 +429,15 @@ impl Store {
                             format!("probing conditional create at {}", self.location),
                             e,
                         ),
+                        // Nor does a store that was never reached: say so, not that it may
+                        // lack conditional writes.
+                        e if crate::error::is_unreachable(&e) => Error::io(
+                            format!(
+                                "could not reach the object store at {} (no connection could be made while probing conditional create). Check the endpoint's host and port, and that the store is running and reachable from this machine",
+                                self.location
+                            ),
+                            e,
+                        ),
                         e => Error::io(
                             format!(
                                 "probing conditional create at {}: a create-if-absent put failed. If the error persists, the store may not support conditional writes (S3 `If-None-Match: *`), which a writer needs to fence stale writers",

@@ -1,7 +1,8 @@
 //! Time budgets against an object store that does not answer (issue 16, item 6): a server
 //! that accepts connections and never replies must fail an open within the store's budget,
 //! with a `Timeout` that says so, and a best-effort read (the manifest's version hint) must
-//! not spend a retry budget of its own.
+//! not spend a retry budget of its own. A store nobody listens on is reported as unreachable,
+//! not as one that may lack conditional writes.
 //!
 //! The servers here speak just enough HTTP for `object_store`'s S3 client. Budgets are
 //! shortened through storage options so that every test ends in seconds; [`STALL_GUARD`]
@@ -177,6 +178,41 @@ async fn a_silent_store_fails_a_writer_open_with_a_timeout_not_a_conditional_wri
     assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
     let m = e.to_string();
     assert!(m.starts_with("Timed out probing conditional create"), "{m}");
+    assert!(!m.contains("may not support conditional writes"), "{m}");
+}
+
+#[tokio::test]
+async fn a_store_nobody_listens_on_is_reported_unreachable_not_lacking_conditional_writes() {
+    // A port that was just free: connecting to it is refused.
+    let endpoint = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let options: Vec<(String, String)> = [
+        ("endpoint", endpoint.as_str()),
+        ("allow_http", "true"),
+        ("region", "us-east-1"),
+        ("access_key_id", "k"),
+        ("secret_access_key", "s"),
+    ]
+    .iter()
+    .chain(SHORT_BUDGETS)
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let store = Store::from_uri_with("s3://bucket/p", &options).unwrap();
+    let e = within_stall_guard(
+        "ShardWriter::open on a refused endpoint",
+        ShardWriter::open(store, support::schema(), support::durable()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("could not reach the object store at s3://bucket/p"),
+        "names the location and says it was not reached: {m}"
+    );
+    assert!(m.contains("host and port"), "says what to check: {m}");
     assert!(!m.contains("may not support conditional writes"), "{m}");
 }
 

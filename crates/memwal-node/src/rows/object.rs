@@ -96,7 +96,7 @@ impl ObjectFields {
         if self.check_unknown {
             let keys = match keys {
                 Some(n) => n,
-                None => js.own_key_count(object.raw)?,
+                None => js.own_key_count(object.raw).map_err(RowError::keys_threw)?,
             };
             if keys > with_value {
                 self.find_unknown_key(js, object)?;
@@ -108,7 +108,7 @@ impl ObjectFields {
     /// The slow half of the unknown-key check: `object` has more keys than fields with a
     /// value, so either a key is not a field or a field is explicitly `undefined`.
     fn find_unknown_key(&self, js: &mut Js, object: Value) -> Result<(), RowError> {
-        for key in js.own_keys(object.raw)? {
+        for key in js.own_keys(object.raw).map_err(RowError::keys_threw)? {
             if !self.fields.iter().any(|f| f.name == key) {
                 let known = self.fields.iter().map(|f| f.name.clone()).collect();
                 return Err(RowError::unknown_key(key, known));

@@ -29,6 +29,8 @@ enum Problem {
     Refused(String),
     /// Reading the value ran JavaScript that threw.
     Threw(String),
+    /// Listing or counting an object's keys ran JavaScript that threw (a Proxy's `ownKeys`).
+    KeysThrew(String),
 }
 
 /// A value of a row that cannot be written; see the module docs.
@@ -61,6 +63,14 @@ impl RowError {
         RowError {
             path: Vec::new(),
             problem: Problem::Refused(message),
+        }
+    }
+
+    /// Reading the keys of an object (the row, or a struct value) threw.
+    pub fn keys_threw(Threw(message): Threw) -> RowError {
+        RowError {
+            path: Vec::new(),
+            problem: Problem::KeysThrew(message),
         }
     }
 
@@ -101,6 +111,12 @@ impl RowError {
             Problem::Threw(message) => {
                 format!("row {row}, field {path:?}: reading the value threw: {message}")
             }
+            Problem::KeysThrew(message) if path.is_empty() => {
+                format!("row {row}: the row object threw while its keys were read: {message}")
+            }
+            Problem::KeysThrew(message) => format!(
+                "row {row}, field {path:?}: the object threw while its keys were read: {message}"
+            ),
         }
     }
 }
