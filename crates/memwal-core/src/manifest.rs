@@ -46,6 +46,7 @@ mod versions;
 
 pub use crate::holder::ShardHolder;
 pub use versions::ManifestStore;
+pub(crate) use versions::{fenced_by, fences};
 
 /// Protobuf `UUID { bytes uuid = 1; }`.
 #[derive(Clone, PartialEq, Message)]

@@ -345,3 +345,39 @@ async fn a_wal_append_counts_the_puts_that_shared_its_entry() {
         }
     }
 }
+
+// A writer that idles after a successor's claim learns it is fenced at its next background
+// collection (which reads the manifest anyway): the `fenced` event fires with no call made,
+// and every later call fails with the same fence.
+#[tokio::test]
+async fn an_idle_writer_is_fenced_at_its_next_background_collection() {
+    for (backend, shard) in each_backend() {
+        let a = shard
+            .open(durable().with(|c| {
+                c.gc = true;
+                c.gc_interval_ms = 5;
+            }))
+            .await;
+        let events = recorder(&a);
+        a.put(vec![batch([1])]).await.unwrap();
+        let b = shard.open(durable()).await;
+        let e = fence_event(&events).await;
+        assert_eq!(
+            e.fence_reason(),
+            Some(FenceReason::PeerClaimedEpoch),
+            "{}: {e}",
+            backend.name
+        );
+        let later = a.put(vec![batch([2])]).await.unwrap_err();
+        assert_eq!(later.fence_reason(), Some(FenceReason::PeerClaimedEpoch));
+        assert!(
+            !events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| matches!(e, WriterEvent::Error { .. })),
+            "the fence is reported once, as a fence"
+        );
+        b.close().await.unwrap();
+    }
+}

@@ -395,14 +395,14 @@ impl ManifestStore {
 
 /// Whether `latest` fences a writer of `local_epoch` and `writer_id`: a higher epoch, or the
 /// same epoch written by another writer (rule 3 of the module docs).
-fn fences(latest: &ShardManifest, local_epoch: u64, writer_id: &str) -> bool {
+pub(crate) fn fences(latest: &ShardManifest, local_epoch: u64, writer_id: &str) -> bool {
     latest.writer_epoch > local_epoch
         || (latest.writer_epoch == local_epoch && latest.writer_id != writer_id)
 }
 
 /// The `PeerClaimedEpoch` error for a writer of `local` epoch that sees `stored`, naming the
 /// holder `stored` records.
-fn fenced_by(shard: Uuid, local: u64, stored: &ShardManifest) -> Error {
+pub(crate) fn fenced_by(shard: Uuid, local: u64, stored: &ShardManifest) -> Error {
     let why = if stored.writer_epoch == local {
         format!(
             "manifest version {} of shard {shard} holds our epoch {local} for another writer",

@@ -68,6 +68,8 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
                 );
                 inner.feedback.events.send(|| WriterEvent::Gc(report))
             }
+            // A successor's claim seen by collection latched the fence (its event fired): stop.
+            Err(error) if error.fence_reason().is_some() => return,
             Err(error) => {
                 tracing::warn!(target: "memwal::gc", shard = %inner.shard_id, error = %error, "garbage collection failed");
                 inner.feedback.events.send(|| WriterEvent::Error { error })

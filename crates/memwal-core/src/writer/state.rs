@@ -248,6 +248,11 @@ impl WriterInner {
     }
 
     /// One garbage collection of this writer's shard, with its options (see [`crate::gc`]).
+    ///
+    /// # Errors
+    /// `Fenced(PeerClaimedEpoch)`, latched, if the manifest it reads names a successor: a
+    /// writer idling in the background learns it is fenced at its next collection, not only at
+    /// its next call.
     pub async fn collect_garbage(&self) -> Result<crate::gc::GcReport> {
         let collect = async {
             let manifest = self.manifests.read_latest().await?.ok_or_else(|| {
@@ -256,6 +261,10 @@ impl WriterInner {
                     self.shard_id
                 ))
             })?;
+            if crate::manifest::fences(&manifest, self.epoch, &self.writer_id) {
+                let fence = crate::manifest::fenced_by(self.shard_id, self.epoch, &manifest);
+                return Err(self.feedback.poison(fence));
+            }
             let options = crate::gc::GcOptions {
                 keep_manifest_versions: self.config.gc_keep_manifest_versions,
                 grace: std::time::Duration::from_millis(self.config.gc_grace_ms),
