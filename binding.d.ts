@@ -358,6 +358,13 @@ export interface OperationStats {
 }
 
 /**
+ * `text` with the credentials a URI in it may carry masked (`memwal_core::redact`): what
+ * `lib/errors.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
+ * exactly the same things.
+ */
+export declare function redactSecrets(text: string): string
+
+/**
  * Sends each record, as one JSON string, to the JavaScript logger (`level` is the most
  * verbose one it takes: `error`, `warn`, `info`, `debug` or `trace`), or, with no callback,
  * stops sending.

@@ -839,4 +839,5 @@ module.exports.NativeObjectStore = nativeBinding.NativeObjectStore
 module.exports.NativeShardReader = nativeBinding.NativeShardReader
 module.exports.NativeShardWriter = nativeBinding.NativeShardWriter
 module.exports.NativeWalTailer = nativeBinding.NativeWalTailer
+module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.setNativeLogger = nativeBinding.setNativeLogger

@@ -5,5 +5,6 @@ export {
   NativeShardWriter,
   NativeWalTailer,
   setNativeLogger,
+  redactSecrets,
 } from './binding.js'
 export type * from './binding.js'

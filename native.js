@@ -37,3 +37,4 @@ module.exports.NativeShardReader = native.NativeShardReader
 module.exports.NativeShardWriter = native.NativeShardWriter
 module.exports.NativeWalTailer = native.NativeWalTailer
 module.exports.setNativeLogger = native.setNativeLogger
+module.exports.redactSecrets = native.redactSecrets

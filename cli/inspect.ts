@@ -11,6 +11,7 @@ import {
   type ShardInfo,
   type ShardManifest,
 } from '../index.js'
+import { redactLocation } from '../lib/errors.js'
 import { noShards, openStore, resolveShard, shardLabel } from './location.js'
 import { formatBytes, formatCount, out, textTable } from './output.js'
 import { PROGRESS_OPTION, type Progress, progressShown, startProgress } from './progress.js'
@@ -213,11 +214,13 @@ export function inspectCommand(program: Command): void {
       } finally {
         bar.stop()
       }
+      // What the user typed may carry credentials (`s3://KEY:SECRET@…`, `?sig=…`); it is only shown.
+      const shown = redactLocation(location)
       if (options.json) {
-        await out(`${JSON.stringify({ location, shards: reports, incompleteShards: incomplete })}\n`)
+        await out(`${JSON.stringify({ location: shown, shards: reports, incompleteShards: incomplete })}\n`)
         return
       }
-      const head = `${location}: ${reports.length} ${reports.length === 1 ? 'shard' : 'shards'}`
+      const head = `${shown}: ${reports.length} ${reports.length === 1 ? 'shard' : 'shards'}`
       const notes = incomplete.map(
         (id) => `incomplete shard folder ${id}: it has no manifest (a first open was cut off before writing one); it holds nothing and is skipped`,
       )

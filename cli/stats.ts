@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 
 import { ShardReader, WalTailer, type ObjectStore, type ShardInfo } from '../index.js'
+import { redactLocation } from '../lib/errors.js'
 import { localPath, openStore, resolveShard, shardLabel, shardsAt } from './location.js'
 import { formatBytes, formatCount, out } from './output.js'
 import { PROGRESS_OPTION, progressShown, startProgress } from './progress.js'
@@ -20,6 +21,7 @@ interface StatsOptions {
 
 /** One shard as `stats` reports it (`--json` prints one of these per line). */
 export interface ShardStats {
+  /** The location as given, with any credentials it carries masked (`***`). */
   location: string
   shardId: string
   /** `null` for a shard only ever opened by id. */
@@ -129,7 +131,7 @@ export async function shardStats(store: ObjectStore, location: string, shard: Sh
             tip,
           )
     return {
-      location,
+      location: redactLocation(location),
       shardId: shard.id,
       shardName: m.shardName,
       manifestVersion: m.version,

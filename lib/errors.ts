@@ -8,6 +8,7 @@
 // the binding escapes, so the tag ends at its first `]`. A `TRUNCATED` error carries the first
 // available WAL position (`[memwal:TRUNCATED:first=6] `).
 
+import { redactSecrets } from '../native.js'
 import { type ShardHolder, parseHolder } from './holder.js'
 
 /** Stable error codes. Branch on these, not on messages. */
@@ -300,16 +301,15 @@ export function describeValue(v: unknown): string {
  * `text` with the secrets a location can carry replaced by `***`: the userinfo of a URI
  * (`s3://KEY:SECRET@bucket` → `s3://***@bucket`) and the values of query parameters that hold
  * credentials (`?secret=`, `sig=`, `token=`, `key=`, `signature=`, `password=`, …). Every error
- * that leaves memwal passes through it, so a location echoed by any layer (core, binding, CLI)
- * never leaks a credential.
+ * that leaves memwal passes through it, and so does every location the CLI prints, so a
+ * location echoed by any layer (core, binding, CLI) never leaks a credential.
+ *
+ * It is the core's masking (`crates/memwal-core/src/redact.rs`), which the log sinks use too,
+ * so errors, the CLI and logs cannot disagree on what is a secret. Called directly rather than
+ * through `callSync`: `translate` itself needs it, and it cannot fail for a string.
  */
 export function redactLocation(text: string): string {
-  return text
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@?#]*@/gi, '$1***@')
-    .replace(
-      /([?&;](?:[a-z0-9_.-]*(?:secret|sig|signature|token|password|passwd|pwd|key|credential)[a-z0-9_.-]*)=)[^&#\s]*/gi,
-      '$1***',
-    )
+  return redactSecrets(text)
 }
 
 /** Throws an {@link InvalidArgumentError} naming `what` unless `v` is a string. */

@@ -56,7 +56,7 @@ export interface RetryEvent {
   operation: string
   /** Which retry this is (1 for the first). */
   attempt: number
-  /** The message of the failure that is retried. */
+  /** The message of the failure that is retried, with any credentials it quotes masked (`***`). */
   error: string
   /** The backoff before the retry, in milliseconds. */
   delayMs: number

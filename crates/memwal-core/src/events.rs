@@ -73,7 +73,8 @@ pub enum WriterEvent {
         operation: &'static str,
         /// Which retry this is (1 for the first).
         attempt: u32,
-        /// The failure that is retried, as its message.
+        /// The failure that is retried, as its message, credentials masked
+        /// ([`crate::redact`]).
         error: String,
         /// The backoff before the retry.
         delay: Duration,

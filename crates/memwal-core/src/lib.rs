@@ -29,6 +29,7 @@ pub mod holder;
 pub mod manifest;
 pub mod memtable;
 pub mod reader;
+pub mod redact;
 pub mod request_id;
 pub mod shard;
 pub mod stats;
@@ -48,6 +49,7 @@ pub use memtable::WalProgress;
 pub use reader::{
     GenerationFile, ListedShard, ScanResult, ShardListing, ShardReader, WalTailer, list_shards,
 };
+pub use redact::redact_secrets;
 pub use request_id::{PutRecord, RequestId};
 pub use shard::{DEFAULT_SHARD_NAME, ShardName, ShardRef};
 pub use stats::{

@@ -61,6 +61,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::redact::redact_secrets;
 use call::{StoreOp, When};
 use faults::Faults;
 use fs::{Fs, Staged, StdFs};
@@ -276,9 +277,10 @@ impl Store {
         {
             return cloud::open(scheme, uri, options);
         }
+        let shown = redact_secrets(uri);
         if !options.is_empty() {
             return Err(Error::invalid(format!(
-                "storage options apply to object stores (s3://, gs://, az://), not to {uri}"
+                "storage options apply to object stores (s3://, gs://, az://), not to {shown}"
             )));
         }
         if uri.is_empty() {
@@ -292,14 +294,14 @@ impl Store {
         if let Some(rest) = uri.strip_prefix("file://") {
             if !rest.starts_with('/') {
                 return Err(Error::invalid(format!(
-                    "file URI {uri} must be absolute (file:///abs/path); use a plain path for relative directories"
+                    "file URI {shown} must be absolute (file:///abs/path); use a plain path for relative directories"
                 )));
             }
             return Self::local(rest);
         }
         if let Some((scheme, _)) = uri.split_once("://") {
             return Err(Error::invalid(format!(
-                "unsupported location scheme `{scheme}://` in {uri}; use a local path, file:///abs/path or memory://NAME"
+                "unsupported location scheme `{scheme}://` in {shown}; use a local path, file:///abs/path or memory://NAME"
             )));
         }
         Self::local(uri)
@@ -335,8 +337,11 @@ impl Store {
             object_store,
             root,
             faults,
-            object_base: location.clone(),
-            location,
+            // `location` is shown (errors, logs, `ObjectStore.location`, the CLI); the object
+            // base is not shown as such but joined to object paths for other tools, which
+            // need the real directory (a cloud store replaces it by one without credentials).
+            location: redact_secrets(&location).into_owned(),
+            object_base: location,
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
             local: None,
@@ -475,7 +480,8 @@ impl Store {
         &self.faults
     }
 
-    /// A human-readable description of where this store lives.
+    /// A human-readable description of where this store lives, with any credentials its
+    /// location carried masked ([`redact_secrets`]).
     pub fn location(&self) -> &str {
         &self.location
     }

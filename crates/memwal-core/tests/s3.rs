@@ -369,3 +369,42 @@ async fn a_server_that_rejects_conditional_writes_fails_the_open_saying_why() {
     let store = server.store_with("rejects", &[("client_max_retries", "0")]);
     assert_open_refused(store, "conditional writes", "s3://memwal/rejects").await;
 }
+
+// An endpoint may carry credentials (`http://user:pass@host`), and a store's error quotes the
+// request's URL with them. A retry event hands that error's message to listeners (and from
+// there to metrics and logs), so it comes masked.
+#[tokio::test]
+async fn a_retry_event_on_s3_never_carries_the_endpoint_credentials() {
+    const PLANTED: &str = "PLANTED-endpoint-password";
+    let server = S3Server::start().await;
+    let endpoint = server
+        .endpoint()
+        .replace("http://", &format!("http://user:{PLANTED}@"));
+    let store = server.store_with(
+        "masked",
+        &[("endpoint", endpoint.as_str()), ("client_max_retries", "0")],
+    );
+    let shard = Shard::new(&store);
+    let w = shard.open(durable()).await;
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = events.clone();
+    w.on_event(Arc::new(move |e| kept.lock().unwrap().push(e)))
+        .unwrap();
+    // Not retried by the client (no retries left to it): memwal retries, and says so.
+    server
+        .faults()
+        .inject("PutObject", WAL_KEYS, S3Fault::Internal, 1);
+    w.put(vec![batch([1])]).await.unwrap();
+    let retries: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            memwal_core::WriterEvent::Retry { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert!(!retries[0].contains(PLANTED), "{}", retries[0]);
+    shard.close_and_assert_recovered(w, [1]).await;
+}

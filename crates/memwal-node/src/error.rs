@@ -10,8 +10,12 @@
 //! still ends at its first `]`. A `TRUNCATED` error carries the first available WAL position,
 //! `[memwal:TRUNCATED:first=6] `. The error's `source()` chain follows as indented "Caused by:"
 //! lines, each only if the message does not already say it.
+//!
+//! `redactSecrets` (below) is the credential masking `lib/errors.ts` applies to every message,
+//! the core's own (`memwal_core::redact`), so JavaScript has no second copy of it.
 
-use memwal_core::{Error, ShardHolder};
+use memwal_core::{Error, ShardHolder, redact_secrets};
+use napi_derive::napi;
 
 /// Converts a core error to a napi error carrying the memwal tag.
 pub fn to_napi(e: Error) -> napi::Error {
@@ -71,5 +75,18 @@ pub trait IntoNapi<T> {
 impl<T> IntoNapi<T> for Result<T, Error> {
     fn napi(self) -> napi::Result<T> {
         self.map_err(to_napi)
+    }
+}
+
+/// `text` with the credentials a URI in it may carry masked (`memwal_core::redact`): what
+/// `lib/errors.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
+/// exactly the same things.
+#[napi(js_name = "redactSecrets")]
+// Only JavaScript calls it: napi registers it for the addon, not for `cargo test`'s build.
+#[cfg_attr(test, allow(dead_code))]
+pub fn redact(text: String) -> String {
+    match redact_secrets(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(masked) => masked,
     }
 }

@@ -6,9 +6,18 @@
 //! `MEMWAL_LOG` filter, the JavaScript logger at its level. Each filter tells `tracing` its
 //! maximum level and the interest cache is rebuilt when the logger changes, so with neither on,
 //! a `trace!` on the put path costs one comparison and builds nothing.
+//!
+//! Both sinks mask credentials (`memwal_core::redact`) in every record before it leaves:
+//! records come from the core and from the HTTP client under `object_store` too, whose
+//! connection pool names the endpoint at `debug` and `trace`, password included
+//! (`("http", user:pass@host:9000)`), and a URL may carry a signature (`?X-Amz-Signature=…`).
+//! So the stderr sink masks each formatted line, and the JavaScript one the message and every
+//! text field.
 
+use std::io::Write;
 use std::sync::{Once, RwLock};
 
+use memwal_core::redact_secrets;
 use napi::Status;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -18,6 +27,7 @@ use tracing::level_filters::LevelFilter;
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata};
 use tracing_subscriber::Layer;
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{Context, Filter, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -52,7 +62,7 @@ fn install() {
                 .with_default_directive(LevelFilter::OFF.into())
                 .parse_lossy(spec);
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(MaskedStderr)
                 .with_ansi(false)
                 .with_filter(filter)
         });
@@ -156,7 +166,46 @@ impl<S: tracing::Subscriber> Layer<S> for ToJavaScript {
     }
 }
 
-/// A record's message and its other fields, as JSON values.
+/// Stderr, through one buffer per record that is masked as a whole before it is written:
+/// the `fmt` layer writes a record through one writer, so a URI never straddles two buffers.
+struct MaskedStderr;
+
+impl<'a> MakeWriter<'a> for MaskedStderr {
+    type Writer = MaskedRecord;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        MaskedRecord(Vec::new())
+    }
+}
+
+/// One record on its way to stderr: written out, masked, when the `fmt` layer drops it.
+struct MaskedRecord(Vec<u8>);
+
+impl Write for MaskedRecord {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for MaskedRecord {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.0);
+        // Nowhere to report a failed write to stderr; logging must never fail the addon.
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(redact_secrets(&text).as_bytes());
+    }
+}
+
+/// A record's message and its other fields, as JSON values, text masked.
 #[derive(Default)]
 struct Fields {
     message: String,
@@ -165,17 +214,13 @@ struct Fields {
 
 impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.message = format!("{value:?}");
-        } else {
-            self.fields
-                .insert(field.name().into(), Value::String(format!("{value:?}")));
-        }
+        self.record_str(field, &format!("{value:?}"));
     }
 
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        let value = redact_secrets(value).into_owned();
         if field.name() == "message" {
-            self.message = value.into();
+            self.message = value;
         } else {
             self.fields.insert(field.name().into(), value.into());
         }

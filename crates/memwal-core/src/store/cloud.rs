@@ -63,6 +63,7 @@ use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey as GcsKey};
 
 use super::Store;
 use crate::error::{Error, Result};
+use crate::redact::redact_secrets;
 
 /// memwal's own option: use the instance's (or pod's) credentials from the metadata service.
 const INSTANCE_CREDENTIALS: &str = "instance_credentials";
@@ -187,6 +188,8 @@ pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Res
 struct Location<'a> {
     scheme: &'a str,
     uri: &'a str,
+    /// `uri` as messages show it: without credentials.
+    shown: String,
     /// The bucket (or container, or `container@account` for `abfs://`) the URI names, without
     /// credentials.
     host: String,
@@ -207,13 +210,18 @@ impl<'a> Location<'a> {
         uri: &'a str,
         options: &'a [(String, String)],
     ) -> Result<(Self, Path)> {
+        let shown = redact_secrets(uri).into_owned();
         let url = url::Url::parse(uri)
-            .map_err(|e| Error::invalid(format!("location {uri} is not a valid URI: {e}")))?;
-        let root = Path::from_url_path(url.path())
-            .map_err(|e| Error::invalid(format!("location {uri} has an invalid path: {e}")))?;
+            .map_err(|e| Error::invalid(format!("location {shown} is not a valid URI: {e}")))?;
+        let root = Path::from_url_path(url.path()).map_err(|e| {
+            Error::invalid(redact_secrets(&format!(
+                "location {shown} has an invalid path: {e}"
+            )))
+        })?;
         let mut location = Location {
             scheme,
             uri,
+            shown,
             host: authority(&url),
             max_retries: None,
             retry_timeout: None,
@@ -301,7 +309,9 @@ trait Open {
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 impl<B: Builder> Open for Backend<B> {
     fn open(&self, location: &Location<'_>) -> Result<Arc<dyn ObjectStore>> {
-        let Location { scheme, uri, .. } = *location;
+        let Location {
+            scheme, uri, shown, ..
+        } = location;
         let mut builder = B::from_env().with_url(uri).with_retry(location.retry());
         for (key, value) in location.default_timeouts() {
             let k = key.parse::<B::Key>().map_err(|_| {
@@ -332,12 +342,15 @@ impl<B: Builder> Open for Backend<B> {
             || (self.credentials_elsewhere)();
         if !has_credentials && !location.instance_credentials {
             return Err(Error::invalid(format!(
-                "no credentials for {uri}: {}. To use the credentials of the machine's role from the cloud's metadata service instead (EC2 instance profile, GCE service account, Azure managed identity), pass the storage option instanceCredentials: true",
+                "no credentials for {shown}: {}. To use the credentials of the machine's role from the cloud's metadata service instead (EC2 instance profile, GCE service account, Azure managed identity), pass the storage option instanceCredentials: true",
                 self.how_to_set_credentials
             )));
         }
+        // object_store's own message may quote the URI it was given.
         builder.build().map_err(|e| {
-            Error::invalid(format!("cannot configure the object store for {uri}: {e}"))
+            Error::invalid(redact_secrets(&format!(
+                "cannot configure the object store for {shown}: {e}"
+            )))
         })
     }
 }
@@ -430,13 +443,16 @@ fn gcloud_default_credentials_exist() -> bool {
     })
 }
 
-/// The authority of `url` as another tool needs it to find an object: the host, with a user
-/// name (`abfss://container@account…`) but never a password (`s3://KEY:SECRET@bucket`: then the
-/// user name is a credential too).
+/// The authority of `url` as another tool needs it to find an object: the host, with the
+/// user name only where it names the container (`abfss://container@account…`), never a
+/// password (`abfss://KEY:SECRET@…`: then the user name is a credential too). Any other
+/// scheme names its bucket by the host, so a user name there (`s3://KEY@bucket`) can only be
+/// a credential.
 fn authority(url: &url::Url) -> String {
     let host = url.host_str().unwrap_or_default();
+    let names_container = matches!(url.scheme(), "abfs" | "abfss");
     match (url.username(), url.password()) {
-        (user, None) if !user.is_empty() => format!("{user}@{host}"),
+        (user, None) if names_container && !user.is_empty() => format!("{user}@{host}"),
         _ => host.to_string(),
     }
 }
@@ -453,7 +469,12 @@ mod tests {
                 "s3://KEY:SECRET@bucket/pre/fix",
                 "s3://bucket/pre/fix/_mem_wal/x",
             ),
+            ("s3://KEY@bucket/pre/fix", "s3://bucket/pre/fix/_mem_wal/x"),
             ("gs://bucket/pre/fix", "gs://bucket/pre/fix/_mem_wal/x"),
+            (
+                "abfss://KEY:SECRET@box/pre/fix",
+                "abfss://box/pre/fix/_mem_wal/x",
+            ),
             (
                 "abfss://box@acct.dfs.core.windows.net/pre/fix",
                 "abfss://box@acct.dfs.core.windows.net/pre/fix/_mem_wal/x",
@@ -553,6 +574,39 @@ mod tests {
             Store::memory().best_effort_budget.is_none(),
             "local and in-memory stores have no budget of their own"
         );
+    }
+
+    /// `Store::location` is shown (errors, logs, `ObjectStore.location`, the CLI), so it never
+    /// holds what the location's credentials were; nor does an error about the location.
+    #[test]
+    fn locations_and_their_errors_never_show_credentials() {
+        const PLANTED: &str = "PLANTED-secret-7";
+        let creds = [
+            ("access_key_id".to_string(), "k".to_string()),
+            ("secret_access_key".to_string(), "s".to_string()),
+        ];
+        let uri = format!("s3://AKIA:{PLANTED}@bucket/p?sig={PLANTED}");
+        let s = Store::from_uri_with(&uri, &creds).unwrap();
+        assert_eq!(s.location(), "s3://***@bucket/p?sig=***");
+        assert!(!format!("{s:?}").contains(PLANTED));
+        assert_eq!(
+            s.uri_of(&Path::from("p/_mem_wal/x")),
+            "s3://bucket/p/_mem_wal/x"
+        );
+        let failures = [
+            Store::from_uri_with(&uri, &[]),
+            Store::from_uri_with(&uri, &[("no_such_key".into(), "1".into())]),
+            Store::from_uri_with(&format!("s3://AKIA:{PLANTED}@/?token={PLANTED}"), &creds),
+            Store::from_uri_with(&format!("memory://x?sig={PLANTED}"), &creds),
+            Store::from_uri_with(&format!("ftp://u:{PLANTED}@host/p"), &[]),
+            Store::from_uri_with(&format!("file://u:{PLANTED}@host/p"), &[]),
+        ];
+        for result in failures {
+            let e = result.unwrap_err();
+            assert!(!e.to_string().contains(PLANTED), "{e}");
+        }
+        let local = Store::from_uri(&format!("memory://m?token={PLANTED}")).unwrap();
+        assert_eq!(local.location(), "memory://m?token=***");
     }
 
     #[test]

@@ -257,7 +257,9 @@ pub(crate) async fn open(
             feedback.events.send(|| WriterEvent::Retry {
                 operation,
                 attempt,
-                error: error.to_string(),
+                // A store's error may quote the request's URL, endpoint credentials included;
+                // events go to listeners and metrics that are not for secrets.
+                error: crate::redact_secrets(error).into_owned(),
                 delay,
             })
         })
