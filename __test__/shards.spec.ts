@@ -168,3 +168,28 @@ test('a shard name not in Unicode NFC is refused everywhere, saying to normalize
   t.deepEqual(ids(await r.scan()), [1])
   t.deepEqual(await ObjectStore.local(dir).listShards(), [{ id: w.shardId, name: composed }])
 })
+
+test('the CLI refuses a --shard name not in Unicode NFC, naming its NFC spelling', async (t) => {
+  const dir = tempDir(t)
+  const w = await ShardWriter.open(dir, { schema, shard: 'caf\u00e9' })
+  await w.put(rows([1]))
+  await w.close()
+  const run = await memwal('scan', dir, '--shard', 'cafe\u0301')
+  t.is(run.code, 2, run.stderr)
+  t.regex(run.stderr, /not in Unicode NFC/)
+  t.regex(run.stderr, /café/)
+})
+
+test('a shard name with a lone surrogate is refused before anything is written, so two such names never reach one shard', async (t) => {
+  const dir = tempDir(t)
+  for (const name of ['orders-\ud800', 'orders-\udbff', 'orders-\udc00x']) {
+    const message = /shard name has a lone surrogate \(0xd[89abc]\w\w\) at index 7; a name must be well-formed Unicode/
+    await t.throwsAsync(ShardWriter.open(dir, { schema, shard: name }), { instanceOf: InvalidArgumentError, message })
+    await t.throwsAsync(ShardReader.open(dir, { shard: name }), { instanceOf: InvalidArgumentError, message })
+  }
+  t.deepEqual(await ObjectStore.local(dir).listShards(), [])
+  // A surrogate pair (an emoji) is well formed.
+  const w = await ShardWriter.open(dir, { schema, shard: 'orders-\u{1F600}' })
+  await w.close()
+  t.deepEqual((await ObjectStore.local(dir).listShards()).map((s) => s.name), ['orders-\u{1F600}'])
+})

@@ -53,6 +53,13 @@ export function shardLabel(s: ShardInfo): string {
  * that are there if it is not.
  */
 export async function resolveShard(store: ObjectStore, location: string, nameOrId: string): Promise<ShardInfo> {
+  // The API refuses such names; a lookup in the listing would only say "no shard" instead.
+  if (nameOrId !== nameOrId.normalize('NFC')) {
+    throw new CliError(
+      Exit.USAGE,
+      `shard name ${JSON.stringify(nameOrId)} is not in Unicode NFC; pass it normalized (its NFC spelling is ${JSON.stringify(nameOrId.normalize('NFC'))})`,
+    )
+  }
   const shards = await shardsAt(store, location)
   const wanted = nameOrId.toLowerCase()
   const found = shards.find((s) => s.id === wanted || s.name === nameOrId)

@@ -247,6 +247,31 @@ function requireShardName(what: string, v: unknown): asserts v is string {
   if (UUID.test(v)) {
     throw new InvalidArgumentError(`shard name ${JSON.stringify(v)} is a UUID; pass a shard's id as shardId`)
   }
+  // The binding reads strings as UTF-8, which turns a lone surrogate into U+FFFD: two names
+  // differing only there would reach one shard.
+  const at = loneSurrogateAt(v)
+  if (at !== -1) {
+    throw new InvalidArgumentError(
+      `${what}: the shard name has a lone surrogate (0x${v.charCodeAt(at).toString(16)}) at index ${at}; a name must be well-formed Unicode (check with name.isWellFormed(), and cut names without splitting a surrogate pair)`,
+    )
+  }
+}
+
+/** The index of the first lone surrogate in `s` (half of a surrogate pair alone), or -1. */
+function loneSurrogateAt(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++
+        continue
+      }
+      return i
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) return i
+  }
+  return -1
 }
 
 /** The shard chosen by `shard` or `shardId` (at most one): a name, an id, or `'default'`. */
