@@ -14,6 +14,7 @@
 //! (`memwal gc`): it writes nothing, and removes only what a committed manifest allows.
 //!
 //! # Fencing with collection
+//! (Argued with claims, commits and reads together in `docs/fencing.md`.)
 //! A slot is written once, ever, by put-if-not-exists: that is what fences a stale writer
 //! (see [`crate::wal::appender`]). Removing an entry makes its slot writable again, so
 //! collection must never free a slot that a writer could still write *and be acknowledged*:
@@ -31,9 +32,11 @@
 //!   the mark and collected the slot the sentinel took (`writer::open`).
 //! - **The mark comes from a committed manifest and never moves down**, so anything ever
 //!   removed is at or below the mark of every later manifest.
-//! - **Old manifest versions are removed oldest first**, so version discovery (which falls
-//!   back to a LIST, never to "no manifest") cannot take a removed version for the latest,
-//!   and a commit always targets a version above every removed one.
+//! - **Old manifest versions are removed below the newest kept ones**, so the highest version
+//!   number never goes down. A stalled writer or claimant may still create a number collection
+//!   freed; the latest is the highest listed and every create is confirmed by a listing, so
+//!   such a version is never taken for the latest and its creator is fenced
+//!   ([`crate::manifest::ManifestStore`]).
 //! - **An unlisted generation folder is removed only below `current_generation`**: a flush in
 //!   progress has a generation number at or above it, and so does a compaction in progress
 //!   (its folder takes `current_generation`'s number, which cannot move until it commits:
