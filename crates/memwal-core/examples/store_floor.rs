@@ -2,8 +2,8 @@
 //! (`npm run bench`, workload W0 and the floor rows of W1-W3).
 //!
 //! It publishes WAL-entry-sized objects through the same stack `Store::local(dir)` builds
-//! (`FaultInjectingStore` over `LocalStore` on `StdFs`, fsync on, faults off) with a
-//! create-if-absent put (`PutMode::Create`) at `_mem_wal/<shard>/wal/<bitrev64(pos)>.arrow`,
+//! (`FaultInjectingBackend` over `LocalStore` on `StdFs`, fsync on, faults off) with a
+//! create-if-absent put (`Backend::create`) at `_mem_wal/<shard>/wal/<bitrev64(pos)>.arrow`,
 //! and nothing else: no MemTable, no encoding, no manifest. `clients` closed-loop clients hand
 //! their payloads to one committer task that publishes everything queued as one object (group
 //! commit, like memwal's WAL flush handler), so `clients = 1` is a serial publish loop.
@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use memwal_core::Store;
-use memwal_core::store::faults::{FaultInjectingStore, Faults};
+use memwal_core::store::faults::{FaultInjectingBackend, Faults};
 use memwal_core::store::fs::StdFs;
 use memwal_core::store::local::LocalStore;
-use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use memwal_core::store::{Backend, Staged};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -88,7 +88,7 @@ type Request = (Bytes, oneshot::Sender<Result<(), String>>);
 
 /// Publishes everything queued as one create-if-absent object per round (group commit).
 async fn committer(
-    store: Arc<dyn ObjectStore>,
+    store: Arc<dyn Backend>,
     paths: memwal_core::store::ShardPaths,
     mut rx: mpsc::UnboundedReceiver<Request>,
     objects: Arc<std::sync::atomic::AtomicU64>,
@@ -109,16 +109,8 @@ async fn committer(
             }
             buf.freeze()
         };
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
         let result = store
-            .put_opts(
-                &paths.wal_entry(position),
-                PutPayload::from_bytes(body),
-                opts,
-            )
+            .create(&[paths.wal_entry(position)], &Staged::bytes(body), false)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string());
@@ -143,10 +135,10 @@ async fn main() {
     let args = parse_args();
     let dir = std::path::absolute(&args.dir).expect("absolute path");
     // The stack `Store::local` builds (store.rs: `on_fs` → `with_faults`), from public parts:
-    // `Store` does not expose its object store or its create-if-absent put.
+    // `Store` does not expose its backend or its create-if-absent put.
     let faults = Arc::new(Faults::default());
     let local = LocalStore::new(Arc::new(StdFs), dir.clone(), true, faults.clone());
-    let store: Arc<dyn ObjectStore> = Arc::new(FaultInjectingStore::new(Arc::new(local), faults));
+    let store: Arc<dyn Backend> = Arc::new(FaultInjectingBackend::new(Arc::new(local), faults));
     let paths = Store::local(&dir)
         .expect("local store")
         .shard_paths(Uuid::new_v4());

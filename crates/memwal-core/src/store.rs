@@ -1,20 +1,25 @@
-//! The object store memwal writes to.
+//! The store memwal writes to.
 //!
-//! [`Store`] wraps an `object_store` implementation with the few operations memwal needs:
-//! create-if-absent puts (the only way a WAL entry, manifest version or generation file is ever
-//! written), gets, existence probes and listings. A `Store` is built from a location
-//! ([`Store::from_uri`]): a local directory, `memory://`, or a cloud bucket (`cloud`).
+//! [`Store`] is the few operations memwal needs, on a [`Backend`]: create-if-absent (the only
+//! way a WAL entry, manifest version or generation file is ever written), gets, existence
+//! probes, listings, deletes, the one best-effort overwrite, and making objects durable. A
+//! `Store` is built from a location ([`Store::from_uri`]): a local directory, `memory://`, or a
+//! cloud bucket (`cloud`). Every operation goes through the fault controller's two looks at it
+//! ([`call`]), so that a test can hold any call of any actor.
 //!
 //! # Parts
+//! - [`backend`]: the [`Backend`] trait, and the sync-failure rule every backend follows.
+//! - [`local`] and [`fs`]: memwal's own backend on a local directory, and the file-system
+//!   operations it syncs through.
+//! - [`object`]: any `object_store` store as a backend; `cloud` (private) builds the S3, GCS and
+//!   Azure ones, one table row each.
+//! - [`counting`]: the wrapper backend that counts a writer's requests for its statistics.
 //! - [`paths`]: every object path (`bitrev64` file names, `_mem_wal/<shard>/…`), built there
 //!   and nowhere else; re-exported here.
-//! - `cloud` (private): the S3, GCS and Azure backends, one table row each.
-//! - [`counting`]: the wrapper that counts a writer's requests for its statistics.
-//! - [`local`] and [`fs`]: memwal's own local-directory store and the file-system operations
-//!   it syncs through.
+//! - [`call`]: who makes a store call, and what it does, as the fault controller sees it.
 //! - `faults` and `sim_fs`, with the `testing` feature only (Rust tests, and the Node addon
-//!   for JavaScript's `ObjectStore.faults`): every store is then wrapped in
-//!   `faults::FaultInjectingStore`, whose faults are all off unless a test switches them on,
+//!   for JavaScript's `ObjectStore.faults`): every backend is then wrapped in
+//!   `faults::FaultInjectingBackend`, whose faults are all off unless a test switches them on,
 //!   and `sim_fs::SimFs` simulates power loss under the local store; both draw their seeded
 //!   choices from `splitmix64`. Without the feature, `faults` is a no-op whose pause points
 //!   compile to nothing.
@@ -30,6 +35,7 @@
 //! A failed sync is the one store error that must never be retried: [`is_sync_failure`] is
 //! the single place that says whether an error is one.
 
+pub mod backend;
 pub mod call;
 mod cloud;
 pub mod counting;
@@ -41,6 +47,7 @@ pub mod faults;
 pub mod faults;
 pub mod fs;
 pub mod local;
+pub mod object;
 pub mod paths;
 #[cfg(feature = "testing")]
 pub mod sim_fs;
@@ -54,54 +61,24 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectMeta, ObjectStore};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::redact::redact_secrets;
 use call::{StoreOp, When};
 use faults::Faults;
-use fs::{Fs, Staged, StdFs};
+use fs::{Fs, StdFs};
 use local::LocalStore;
+use object::ObjectBackend;
 pub use paths::{
     GENERATION_FILE_NAME, MEM_WAL_DIR, ShardPaths, bitrev64_name, parse_bitrev64_name, random8hex,
 };
 
-/// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the
-/// kernel may have dropped it from the page cache (fsyncgate). Never retried and trusted.
-#[derive(Debug, thiserror::Error)]
-#[error("sync of {path} failed: {source}")]
-pub struct SyncFailure {
-    /// What was being synced.
-    pub path: String,
-    /// The OS error.
-    #[source]
-    pub source: io::Error,
-}
-
-/// Whether `e`, from any store, was a failed sync or flush: a [`SyncFailure`] anywhere in its
-/// source chain. Whether the data it covered is durable is then unknown, and a later
-/// "successful" retry proves nothing, so the operation must fail rather than be retried and
-/// trusted. Every caller that decides whether to retry a put asks this, and only this.
-pub fn is_sync_failure(e: &object_store::Error) -> bool {
-    caused_by_sync_failure(e)
-}
-
-/// Whether `e` or an error in its source chain is a [`SyncFailure`]: for callers that hold a
-/// memwal [`Error`] wrapping a store's.
-pub(crate) fn caused_by_sync_failure(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = cur {
-        if s.downcast_ref::<SyncFailure>().is_some() {
-            return true;
-        }
-        cur = s.source();
-    }
-    false
-}
+pub(crate) use backend::caused_by_sync_failure;
+pub use backend::{Backend, FirstFree, Staged, SyncFailure, is_sync_failure};
 
 /// Outcome of a create-if-absent put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,48 +89,11 @@ pub enum CreateOutcome {
     AlreadyExists,
 }
 
-/// Outcome of a create at the first free of several locations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FirstFree {
-    /// We created the object at this index of the locations.
-    Created(usize),
-    /// This many of the locations, from the first, were found taken; nothing was written.
-    Taken(usize),
-}
-
-/// Put-option extension: if the put's location is taken, create the same data at these
-/// locations instead, the first free one in order. Only [`local::LocalStore`] reads it (it
-/// writes and syncs the data once for all of them); other stores ignore extensions.
-#[derive(Debug, Clone)]
-pub(crate) struct OrNext(pub Vec<Path>);
-
-/// Put-option extension: the caller waits for this create and will soon make another in the
-/// same directory (a durable writer's WAL appends), so a local store may open that next file
-/// ahead while this one is written and synced (`fs::StdFs`). Other stores ignore it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PrepareNext;
-
-/// Put-option extension: the data of a create, already staged in the put's directory by
-/// [`local::LocalStore::stage`]; the put only names it.
-#[derive(Debug, Clone)]
-pub(crate) struct Prestaged(pub Arc<Staged>);
-
-/// Data for [`Store::put_if_absent_first_free`], readied ahead of it by [`Store::stage`].
-#[derive(Debug, Clone)]
-pub(crate) struct StagedPut {
-    bytes: Bytes,
-    local: Option<Arc<Staged>>,
-}
-
-/// Put-result extension of a put with [`OrNext`]: the index created (0: the put's location).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CreatedAt(pub usize);
-
 /// A handle on an object store plus the root prefix memwal works under. Cheap to clone;
 /// clones share the underlying store and its fault controller.
 #[derive(Clone)]
 pub struct Store {
-    object_store: Arc<dyn ObjectStore>,
+    backend: Arc<dyn Backend>,
     root: Path,
     faults: Arc<Faults>,
     location: String,
@@ -165,8 +105,6 @@ pub struct Store {
     /// store but memwal's own local and in-memory ones), and whether it was.
     create_check: Arc<tokio::sync::OnceCell<()>>,
     needs_create_check: bool,
-    /// memwal's local store, when it is the backend: it honours [`OrNext`] and can stage.
-    local: Option<Arc<LocalStore>>,
     /// Time allowed to a best-effort request ([`Store::put_overwrite`]) before memwal goes on
     /// without it; `None`: no limit of its own. Set for remote stores only: a local read that outlasts it under a paused test clock
     /// would be cut short for nothing.
@@ -223,9 +161,7 @@ impl Store {
         let faults = Arc::new(Faults::default());
         let location = dir.display().to_string();
         let local = Arc::new(LocalStore::new(fs, dir, fsync, faults.clone()));
-        let mut s = Self::with_faults(local.clone(), Path::default(), location, faults);
-        s.local = Some(local);
-        s
+        Self::with_faults(local, Path::default(), location, faults)
     }
 
     /// A fresh, private in-memory store (nothing survives the process).
@@ -275,7 +211,11 @@ impl Store {
         if let Some((scheme, _)) = uri.split_once("://")
             && cloud::is_cloud_scheme(scheme)
         {
-            return cloud::open(scheme, uri, options);
+            let opened = cloud::open(scheme, uri, options)?;
+            let mut store = Self::from_object_store(opened.object_store, opened.root, uri);
+            store.best_effort_budget = Some(cloud::BEST_EFFORT_BUDGET);
+            store.object_base = opened.base;
+            return Ok(store);
         }
         let shown = redact_secrets(uri);
         if !options.is_empty() {
@@ -314,27 +254,26 @@ impl Store {
         root: Path,
         location: impl Into<String>,
     ) -> Self {
-        let mut s = Self::with_faults(object_store, root, location, Arc::new(Faults::default()));
+        let backend = Arc::new(ObjectBackend(object_store));
+        let mut s = Self::with_faults(backend, root, location, Arc::new(Faults::default()));
         s.needs_create_check = true;
         s
     }
 
-    /// Every store is built here. With the `testing` feature its object store is wrapped in
-    /// the fault injector that `faults` switches; without it there is nothing to wrap.
+    /// Every store is built here. With the `testing` feature its backend is wrapped in the
+    /// fault injector that `faults` switches; without it there is nothing to wrap.
     fn with_faults(
-        object_store: Arc<dyn ObjectStore>,
+        backend: Arc<dyn Backend>,
         root: Path,
         location: impl Into<String>,
         faults: Arc<Faults>,
     ) -> Self {
         let location: String = location.into();
         #[cfg(feature = "testing")]
-        let object_store: Arc<dyn ObjectStore> = Arc::new(faults::FaultInjectingStore::new(
-            object_store,
-            faults.clone(),
-        ));
+        let backend: Arc<dyn Backend> =
+            Arc::new(faults::FaultInjectingBackend::new(backend, faults.clone()));
         Store {
-            object_store,
+            backend,
             root,
             faults,
             // `location` is shown (errors, logs, `ObjectStore.location`, the CLI); the object
@@ -344,7 +283,6 @@ impl Store {
             object_base: location,
             create_check: Arc::new(tokio::sync::OnceCell::new()),
             needs_create_check: false,
-            local: None,
             best_effort_budget: None,
             label: None,
             actor: call::Actor::Other,
@@ -355,10 +293,7 @@ impl Store {
     /// works through, so that its statistics count its requests and no other handle's.
     pub(crate) fn counted(&self, stats: Arc<crate::stats::StatsRecorder>) -> Store {
         let mut s = self.clone();
-        s.object_store = Arc::new(counting::CountingStore::new(
-            self.object_store.clone(),
-            stats,
-        ));
+        s.backend = Arc::new(counting::CountingBackend::new(self.backend.clone(), stats));
         s
     }
 
@@ -455,7 +390,7 @@ impl Store {
                     .put_if_absent(&probe, Bytes::from_static(b"2"))
                     .await
                     .map_err(|e| Error::io(format!("probing conditional create at {}", self.location), e))?;
-                let _ = self.object_store.delete(&probe).await;
+                let _ = self.backend.delete(&probe).await;
                 match (first, second) {
                     (CreateOutcome::Created, CreateOutcome::AlreadyExists) => Ok(()),
                     _ => Err(unsafe_store(
@@ -494,6 +429,7 @@ impl Store {
     }
 
     /// Sets what [`Store::uri_of`] appends object paths to.
+    #[cfg(test)]
     pub(crate) fn set_object_base(&mut self, base: String) {
         self.object_base = base;
     }
@@ -519,22 +455,17 @@ impl Store {
 
     /// The names of the directories (common prefixes) directly under `prefix`.
     pub(crate) async fn list_dirs(&self, prefix: &Path) -> Result<Vec<String>> {
-        let listing = self
-            .call(
-                StoreOp::List,
-                prefix,
-                self.object_store.list_with_delimiter(Some(prefix)),
-            )
+        let dirs = self
+            .call(StoreOp::List, prefix, self.backend.list_dirs(prefix))
             .await
             .map_err(|e| Error::io(format!("listing {prefix}"), e))?;
-        Ok(listing
-            .common_prefixes
+        Ok(dirs
             .iter()
             .filter_map(|p| p.filename().map(str::to_string))
             .collect())
     }
 
-    /// Writes `bytes` at `path` only if nothing is there (`PutMode::Create`).
+    /// Writes `bytes` at `path` only if nothing is there.
     pub(crate) async fn put_if_absent(
         &self,
         path: &Path,
@@ -544,18 +475,17 @@ impl Store {
     }
 
     /// [`Store::put_if_absent`]; with `prepare_next`, the caller will soon create another
-    /// object in `path`'s directory ([`PrepareNext`]).
+    /// object in `path`'s directory (see [`Backend::create`]).
     pub(crate) async fn put_if_absent_then(
         &self,
         path: &Path,
         bytes: Bytes,
         prepare_next: bool,
     ) -> object_store::Result<CreateOutcome> {
-        // The same create as at the first free of one path, with nothing staged.
-        let unstaged = StagedPut { bytes, local: None };
+        let data = Staged::bytes(bytes);
         Ok(
             match self
-                .create_first_free(std::slice::from_ref(path), &unstaged, prepare_next)
+                .create_first_free(std::slice::from_ref(path), &data, prepare_next)
                 .await?
             {
                 FirstFree::Created(_) => CreateOutcome::Created,
@@ -568,15 +498,9 @@ impl Store {
     /// (any location in it). A local store writes and syncs them now, so that this can overlap
     /// other work and the put only links a name and syncs the directory; elsewhere this does
     /// nothing.
-    pub(crate) async fn stage(&self, near: &Path, bytes: Bytes) -> object_store::Result<StagedPut> {
-        let local = match &self.local {
-            Some(store) => Some(
-                self.call(StoreOp::Stage, near, store.stage(near, bytes.clone()))
-                    .await?,
-            ),
-            None => None,
-        };
-        Ok(StagedPut { bytes, local })
+    pub(crate) async fn stage(&self, near: &Path, bytes: Bytes) -> object_store::Result<Staged> {
+        self.call(StoreOp::Stage, near, self.backend.stage(near, bytes))
+            .await
     }
 
     /// Creates `staged` at the first free of `paths` (names in one directory), in order. A
@@ -585,66 +509,35 @@ impl Store {
     pub(crate) async fn put_if_absent_first_free(
         &self,
         paths: &[Path],
-        staged: &StagedPut,
+        staged: &Staged,
     ) -> object_store::Result<FirstFree> {
         self.create_first_free(paths, staged, false).await
     }
 
-    /// [`Store::put_if_absent_first_free`], telling the store whether another create in the
-    /// same directory follows soon ([`PrepareNext`]).
     async fn create_first_free(
         &self,
         paths: &[Path],
-        staged: &StagedPut,
+        staged: &Staged,
         prepare_next: bool,
     ) -> object_store::Result<FirstFree> {
-        let Some((first, rest)) = paths.split_first() else {
+        let Some(first) = paths.first() else {
             return Ok(FirstFree::Taken(0));
         };
-        let mut opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
-        if prepare_next {
-            opts.extensions.insert(PrepareNext);
-        }
-        let tried = match &staged.local {
-            Some(prestaged) => {
-                opts.extensions.insert(OrNext(rest.to_vec()));
-                opts.extensions.insert(Prestaged(prestaged.clone()));
-                paths.len()
-            }
-            None => 1,
-        };
-        let bytes = staged.bytes.clone();
-        let put = self
-            .object_store
-            .put_opts(first, PutPayload::from_bytes(bytes), opts);
-        match self.call(StoreOp::Create, first, put).await {
-            Ok(r) => Ok(FirstFree::Created(
-                r.extensions.get::<CreatedAt>().map_or(0, |c| c.0),
-            )),
-            // object_store reports a taken location as `AlreadyExists`; a custom store may
-            // pass a conditional create's 412 through as `Precondition`.
-            Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => Ok(FirstFree::Taken(tried)),
-            Err(e) => Err(e),
-        }
+        let create = self.backend.create(paths, staged, prepare_next);
+        self.call(StoreOp::Create, first, create).await
     }
 
-    /// Makes the objects at `paths`, written by anyone, durable: on a local store, each file's
-    /// inode and then their directories are synced (a writer may have linked one and died
-    /// before syncing it, and on a file system without a journal a linked file whose inode
-    /// was never synced is freed at the next mount). An object store's objects are durable
-    /// once written: nothing to do there.
+    /// Makes the objects at `paths`, written by anyone, durable (see
+    /// [`Backend::make_durable`]): on a local store, a writer may have linked one and died
+    /// before syncing it.
     ///
     /// # Errors
     /// `NotFound` if one is missing; a [`SyncFailure`] if a sync failed.
     pub(crate) async fn make_durable(&self, paths: &[Path]) -> object_store::Result<()> {
-        let (Some(local), Some(first)) = (&self.local, paths.first()) else {
+        let Some(first) = paths.first() else {
             return Ok(());
         };
-        self.call(StoreOp::Sync, first, local.make_durable(paths.to_vec()))
+        self.call(StoreOp::Sync, first, self.backend.make_durable(paths))
             .await
     }
 
@@ -655,10 +548,9 @@ impl Store {
         path: &Path,
         bytes: Bytes,
     ) -> object_store::Result<()> {
-        let put = self.object_store.put(path, PutPayload::from_bytes(bytes));
+        let put = self.backend.overwrite(path, bytes);
         self.best_effort(path, self.call(StoreOp::Overwrite, path, put))
             .await
-            .map(|_| ())
     }
 
     /// `request` (on `path`), cut short after the best-effort budget. Dropping it is safe: a
@@ -689,50 +581,33 @@ impl Store {
 
     /// The object at `path`, or `None` if there is none.
     pub(crate) async fn get(&self, path: &Path) -> object_store::Result<Option<Bytes>> {
-        let get = async {
-            match self.object_store.get(path).await {
-                Ok(r) => Ok(Some(r.bytes().await?)),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        };
-        self.call(StoreOp::Get, path, get).await
+        self.call(StoreOp::Get, path, self.backend.get(path)).await
     }
 
     /// Whether an object exists at `path`. Errors other than not-found are errors, never
     /// "absent" (reference §1.3).
     pub(crate) async fn exists(&self, path: &Path) -> object_store::Result<bool> {
-        match self
-            .call(StoreOp::Head, path, self.object_store.head(path))
+        self.call(StoreOp::Head, path, self.backend.head(path))
             .await
-        {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 
     /// Deletes the object at `path`; deleting a missing object succeeds.
     pub(crate) async fn delete(&self, path: &Path) -> object_store::Result<()> {
-        match self
-            .call(StoreOp::Delete, path, self.object_store.delete(path))
+        self.call(StoreOp::Delete, path, self.backend.delete(path))
             .await
-        {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
     }
 
     /// Every object under `prefix` (recursive).
     pub(crate) async fn list(&self, prefix: &Path) -> object_store::Result<Vec<ObjectMeta>> {
-        let list = self.object_store.list(Some(prefix)).try_collect();
-        self.call(StoreOp::List, prefix, list).await
+        self.call(StoreOp::List, prefix, self.backend.list(prefix))
+            .await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use object_store::{ObjectStoreExt, PutOptions, PutPayload};
 
     #[test]
     fn locations_parse() {

@@ -158,7 +158,7 @@ impl ObjectKind {
             (_, GENERATION_REQUEST_IDS_NAME) => ObjectKind::RequestIds,
             (p, _) if p.contains("_gen_") => ObjectKind::Generation,
             (_, l) if l.contains("_gen_") => ObjectKind::Generation,
-            (super::MEM_WAL_DIR, _) => ObjectKind::Generation,
+            (super::paths::MEM_WAL_DIR, _) => ObjectKind::Generation,
             _ => ObjectKind::Other,
         }
     }

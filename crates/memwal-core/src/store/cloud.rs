@@ -61,7 +61,6 @@ use object_store::azure::{AzureConfigKey as AzureKey, MicrosoftAzureBuilder};
 #[cfg(feature = "gcs")]
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey as GcsKey};
 
-use super::Store;
 use crate::error::{Error, Result};
 use crate::redact::redact_secrets;
 
@@ -163,8 +162,19 @@ pub(super) fn is_cloud_scheme(scheme: &str) -> bool {
     BACKENDS.iter().any(|row| row.schemes.contains(&scheme))
 }
 
+/// A cloud location, opened: what `Store::from_uri_with` builds a store on.
+pub(super) struct Opened {
+    /// The bucket's object store, with memwal's client settings.
+    pub object_store: Arc<dyn ObjectStore>,
+    /// The prefix the location names inside the bucket.
+    pub root: Path,
+    /// `scheme://bucket`, without credentials: what object paths are appended to for other
+    /// tools.
+    pub base: String,
+}
+
 /// `scheme://bucket/prefix` with `options` (object_store configuration keys).
-pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Result<Store> {
+pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Result<Opened> {
     let (location, root) = Location::parse(scheme, uri, options)?;
     let backend = BACKENDS
         .iter()
@@ -175,12 +185,11 @@ pub(super) fn open(scheme: &str, uri: &str, options: &[(String, String)]) -> Res
                 "`{scheme}://` locations need memwal built with that object store's feature"
             ))
         })?;
-    let object_store = backend.open(&location)?;
-    let base = format!("{scheme}://{}", location.host);
-    let mut store = Store::from_object_store(object_store, root, uri);
-    store.set_best_effort_budget(Some(BEST_EFFORT_BUDGET));
-    store.set_object_base(base);
-    Ok(store)
+    Ok(Opened {
+        object_store: backend.open(&location)?,
+        root,
+        base: format!("{scheme}://{}", location.host),
+    })
 }
 
 /// A cloud location with memwal's own options taken out of its options: what every
@@ -460,6 +469,7 @@ fn authority(url: &url::Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn object_uris_name_the_bucket_and_never_credentials() {

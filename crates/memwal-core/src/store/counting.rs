@@ -1,148 +1,96 @@
-//! [`CountingStore`]: counts a writer's object-store requests by kind, and the bytes PUTs send
-//! and GETs receive, into its [`StatsRecorder`] (see `stats.rs` for how a request is also
-//! counted for the operation that made it). It wraps everything a writer's [`super::Store`]
-//! reaches, faults included, so an injected failure still counts as the request it stands
-//! for. Counting is a few relaxed atomic adds per request.
+//! [`CountingBackend`]: counts a writer's requests by kind, and the bytes creates send and
+//! gets receive, into its [`StatsRecorder`] (see `stats.rs` for how a request is also counted
+//! for the operation that made it). It wraps everything a writer's [`super::Store`] reaches,
+//! faults included, so an injected failure still counts as the request it stands for.
+//! Counting is a few relaxed atomic adds per request.
 
-use std::fmt;
-use std::ops::Range;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
-};
+use object_store::{ObjectMeta, Result};
 
+use super::backend::{Backend, FirstFree, Staged};
 use crate::stats::{RequestKind, StatsRecorder};
 
 /// Objects per LIST page on S3 (and the other clouds' default): a listing of `n` objects
 /// costs `max(1, ceil(n / LIST_PAGE))` requests.
 const LIST_PAGE: u64 = 1000;
 
-/// An [`ObjectStore`] that forwards to `inner`, counting each request. See the module docs.
-pub struct CountingStore {
-    inner: Arc<dyn ObjectStore>,
+/// A [`Backend`] that forwards to `inner`, counting each request. See the module docs.
+#[derive(Debug)]
+pub struct CountingBackend {
+    inner: Arc<dyn Backend>,
     stats: Arc<StatsRecorder>,
 }
 
-impl CountingStore {
+impl CountingBackend {
     /// Wraps `inner`, counting into `stats`.
-    pub fn new(inner: Arc<dyn ObjectStore>, stats: Arc<StatsRecorder>) -> Self {
-        CountingStore { inner, stats }
-    }
-
-    /// Counts a listing as it is consumed: one request up front, one more per full page.
-    fn counted_list(
-        &self,
-        listing: BoxStream<'static, Result<ObjectMeta>>,
-    ) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.stats.record_request(RequestKind::List, 0);
-        let stats = self.stats.clone();
-        let mut seen = 0u64;
-        listing
-            .inspect(move |_| {
-                seen += 1;
-                if seen > 1 && (seen - 1).is_multiple_of(LIST_PAGE) {
-                    stats.record_request(RequestKind::List, 0);
-                }
-            })
-            .boxed()
-    }
-}
-
-impl fmt::Debug for CountingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CountingStore({})", self.inner)
-    }
-}
-
-impl fmt::Display for CountingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CountingStore({})", self.inner)
+    pub fn new(inner: Arc<dyn Backend>, stats: Arc<StatsRecorder>) -> Self {
+        CountingBackend { inner, stats }
     }
 }
 
 #[async_trait]
-impl ObjectStore for CountingStore {
-    async fn put_opts(&self, path: &Path, data: PutPayload, opts: PutOptions) -> Result<PutResult> {
+impl Backend for CountingBackend {
+    async fn create(&self, paths: &[Path], data: &Staged, prepare_next: bool) -> Result<FirstFree> {
         self.stats
-            .record_request(RequestKind::Put, data.content_length() as u64);
-        self.inner.put_opts(path, data, opts).await
+            .record_request(RequestKind::Put, data.bytes.len() as u64);
+        self.inner.create(paths, data, prepare_next).await
     }
 
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        // memwal never writes multipart; counted as the one request that starts an upload.
-        self.stats.record_request(RequestKind::Put, 0);
-        self.inner.put_multipart_opts(location, opts).await
+    /// Not a request: what it writes is counted with the create that names it.
+    async fn stage(&self, near: &Path, data: Bytes) -> Result<Staged> {
+        self.inner.stage(near, data).await
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let head = options.head;
-        let kind = if head {
-            RequestKind::Head
-        } else {
-            RequestKind::Get
-        };
-        self.stats.record_request(kind, 0);
-        let r = self.inner.get_opts(location, options).await?;
-        if !head {
-            // The body's length, known from the response before it is read.
-            self.stats.record_get_bytes(r.range.end - r.range.start);
+    async fn get(&self, path: &Path) -> Result<Option<Bytes>> {
+        self.stats.record_request(RequestKind::Get, 0);
+        let got = self.inner.get(path).await?;
+        if let Some(bytes) = &got {
+            self.stats.record_get_bytes(bytes.len() as u64);
         }
-        Ok(r)
+        Ok(got)
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        for r in ranges {
-            self.stats.record_request(RequestKind::Get, 0);
-            self.stats.record_get_bytes(r.end.saturating_sub(r.start));
+    async fn head(&self, path: &Path) -> Result<bool> {
+        self.stats.record_request(RequestKind::Head, 0);
+        self.inner.head(path).await
+    }
+
+    async fn list(&self, prefix: &Path) -> Result<Vec<ObjectMeta>> {
+        let listing = self.inner.list(prefix).await;
+        let pages = listing
+            .as_ref()
+            .map_or(0, |l| l.len() as u64)
+            .max(1)
+            .div_ceil(LIST_PAGE);
+        for _ in 0..pages.max(1) {
+            self.stats.record_request(RequestKind::List, 0);
         }
-        self.inner.get_ranges(location, ranges).await
+        listing
     }
 
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        let stats = self.stats.clone();
-        let counted = locations
-            .inspect(move |_| stats.record_request(RequestKind::Delete, 0))
-            .boxed();
-        self.inner.delete_stream(counted)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.counted_list(self.inner.list(prefix))
-    }
-
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.counted_list(self.inner.list_with_offset(prefix, offset))
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+    async fn list_dirs(&self, prefix: &Path) -> Result<Vec<Path>> {
         self.stats.record_request(RequestKind::List, 0);
-        self.inner.list_with_delimiter(prefix).await
+        self.inner.list_dirs(prefix).await
     }
 
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.stats.record_request(RequestKind::Put, 0);
-        self.inner.copy_opts(from, to, options).await
+    async fn overwrite(&self, path: &Path, data: Bytes) -> Result<()> {
+        self.stats
+            .record_request(RequestKind::Put, data.len() as u64);
+        self.inner.overwrite(path, data).await
     }
 
-    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        self.inner.rename_opts(from, to, options).await
+    async fn delete(&self, path: &Path) -> Result<()> {
+        self.stats.record_request(RequestKind::Delete, 0);
+        self.inner.delete(path).await
+    }
+
+    /// Not a request to an object store, which has nothing to do; a local store's syncs are not
+    /// requests either.
+    async fn make_durable(&self, paths: &[Path]) -> Result<()> {
+        self.inner.make_durable(paths).await
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Compiled only with the `testing` feature (the integration tests and the Node addon turn it
 //! on); a production build has the no-op controller of `no_faults.rs` in its place, so none
-//! of this is in it. With the feature, [`FaultInjectingStore`] wraps every [`super::Store`];
+//! of this is in it. With the feature, [`FaultInjectingBackend`] wraps every store's backend;
 //! with all faults off it forwards every call unchanged.
 //!
 //! Faults target WAL-entry puts (paths with a `wal` segment), the writes whose outcome
@@ -36,21 +36,16 @@
 //!   calls made meanwhile, so a suite can first learn an actor's calls, then stall each.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
-};
+use object_store::{ObjectMeta, Result};
 
+use super::backend::{Backend, FirstFree, Staged};
 use super::call::{Actor, ObjectKind, StoreCall, StoreOp, When};
 use super::paths::is_wal_path;
 use super::splitmix64::SplitMix64;
@@ -486,16 +481,17 @@ fn injected(path: &Path) -> object_store::Error {
     }
 }
 
-/// An [`ObjectStore`] that forwards to `inner`, injecting the faults switched on in [`Faults`].
-pub struct FaultInjectingStore {
-    inner: Arc<dyn ObjectStore>,
+/// A [`Backend`] that forwards to `inner`, injecting the faults switched on in [`Faults`].
+#[derive(Debug)]
+pub struct FaultInjectingBackend {
+    inner: Arc<dyn Backend>,
     faults: Arc<Faults>,
 }
 
-impl FaultInjectingStore {
+impl FaultInjectingBackend {
     /// Wraps `inner`; faults are controlled through `faults`.
-    pub fn new(inner: Arc<dyn ObjectStore>, faults: Arc<Faults>) -> Self {
-        FaultInjectingStore { inner, faults }
+    pub fn new(inner: Arc<dyn Backend>, faults: Arc<Faults>) -> Self {
+        FaultInjectingBackend { inner, faults }
     }
 
     /// Applies chaos before an operation; `Err` if it fails before being applied.
@@ -511,129 +507,108 @@ impl FaultInjectingStore {
     }
 }
 
-impl fmt::Debug for FaultInjectingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FaultInjectingStore({})", self.inner)
-    }
-}
-
-impl fmt::Display for FaultInjectingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FaultInjectingStore({})", self.inner)
-    }
-}
-
 #[async_trait]
-impl ObjectStore for FaultInjectingStore {
-    async fn put_opts(&self, path: &Path, data: PutPayload, opts: PutOptions) -> Result<PutResult> {
+impl Backend for FaultInjectingBackend {
+    async fn create(&self, paths: &[Path], data: &Staged, prepare_next: bool) -> Result<FirstFree> {
+        let Some(path) = paths.first() else {
+            return self.inner.create(paths, data, prepare_next).await;
+        };
         let fate = self.before(path, true).await?;
         if fate.fail_after {
-            let _ = self.inner.put_opts(path, data, opts).await;
+            let _ = self.inner.create(paths, data, prepare_next).await;
             return Err(chaos_error(path, "after apply, response lost"));
         }
         if is_wal_path(path) && self.faults.take_wal_put_failure() {
             if self.faults.lost_ack.load(Ordering::SeqCst) {
                 // Ignore the outcome: the caller must see an error either way.
-                let _ = self.inner.put_opts(path, data, opts).await;
+                let _ = self.inner.create(paths, data, prepare_next).await;
             }
             return Err(injected(path));
         }
-        self.inner.put_opts(path, data, opts).await
+        self.inner.create(paths, data, prepare_next).await
     }
 
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+    async fn stage(&self, near: &Path, data: Bytes) -> Result<Staged> {
+        self.inner.stage(near, data).await
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        if options.head && is_wal_path(location) {
+    async fn get(&self, path: &Path) -> Result<Option<Bytes>> {
+        self.before(path, false).await?;
+        self.inner.get(path).await
+    }
+
+    async fn head(&self, path: &Path) -> Result<bool> {
+        if is_wal_path(path) {
             self.faults.wal_heads.fetch_add(1, Ordering::SeqCst);
         }
-        self.before(location, false).await?;
-        self.inner.get_opts(location, options).await
+        self.before(path, false).await?;
+        self.inner.head(path).await
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
+    async fn list(&self, prefix: &Path) -> Result<Vec<ObjectMeta>> {
+        self.inner.list(prefix).await
     }
 
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
+    async fn list_dirs(&self, prefix: &Path) -> Result<Vec<Path>> {
+        self.before(prefix, false).await?;
+        self.inner.list_dirs(prefix).await
     }
 
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
+    async fn overwrite(&self, path: &Path, data: Bytes) -> Result<()> {
+        let fate = self.before(path, true).await?;
+        if fate.fail_after {
+            let _ = self.inner.overwrite(path, data).await;
+            return Err(chaos_error(path, "after apply, response lost"));
+        }
+        self.inner.overwrite(path, data).await
     }
 
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
+    async fn delete(&self, path: &Path) -> Result<()> {
+        self.inner.delete(path).await
     }
 
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.before(&prefix.cloned().unwrap_or_default(), false)
-            .await?;
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-
-    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        self.inner.rename_opts(from, to, options).await
+    async fn make_durable(&self, paths: &[Path]) -> Result<()> {
+        self.inner.make_durable(paths).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::object::ObjectBackend;
     use object_store::memory::InMemory;
-    use object_store::{ObjectStoreExt, PutMode};
 
-    fn store() -> (FaultInjectingStore, Arc<Faults>) {
+    fn store() -> (FaultInjectingBackend, Arc<Faults>) {
         let faults = Arc::new(Faults::default());
-        (
-            FaultInjectingStore::new(Arc::new(InMemory::new()), faults.clone()),
-            faults,
-        )
+        let inner = Arc::new(ObjectBackend(Arc::new(InMemory::new())));
+        (FaultInjectingBackend::new(inner, faults.clone()), faults)
+    }
+
+    async fn create(s: &FaultInjectingBackend, path: &str) -> Result<FirstFree> {
+        let data = Staged::bytes(Bytes::from_static(b"a"));
+        s.create(&[Path::from(path)], &data, false).await
     }
 
     #[tokio::test]
     async fn fails_exactly_n_wal_puts_and_counts_attempts() {
         let (s, f) = store();
         f.fail_wal_puts(2);
-        let p = Path::from("_mem_wal/x/wal/1.arrow");
+        let p = "_mem_wal/x/wal/1.arrow";
         for _ in 0..2 {
-            let e = s.put(&p, PutPayload::from_static(b"a")).await.unwrap_err();
+            let e = create(&s, p).await.unwrap_err();
             assert!(e.to_string().contains(INJECTED_WAL_PUT_FAILURE));
         }
-        s.put(&p, PutPayload::from_static(b"a")).await.unwrap();
+        assert_eq!(create(&s, p).await.unwrap(), FirstFree::Created(0));
         assert_eq!(f.wal_put_attempts(), 3);
         // Non-WAL paths are never failed nor counted.
         f.fail_wal_puts(u64::MAX);
-        s.put(
-            &Path::from("_mem_wal/x/manifest/1.binpb"),
-            PutPayload::from_static(b"m"),
-        )
-        .await
-        .unwrap();
+        create(&s, "_mem_wal/x/manifest/1.binpb").await.unwrap();
         assert_eq!(f.wal_put_attempts(), 3);
         for _ in 0..5 {
-            assert!(s.put(&p, PutPayload::from_static(b"a")).await.is_err());
+            assert!(create(&s, "_mem_wal/x/wal/2.arrow").await.is_err());
         }
         f.recover();
-        s.put(&p, PutPayload::from_static(b"a")).await.unwrap();
+        create(&s, "_mem_wal/x/wal/2.arrow").await.unwrap();
     }
 
     #[tokio::test]
@@ -641,21 +616,9 @@ mod tests {
         let (s, f) = store();
         f.set_lost_ack(true);
         f.fail_wal_puts(1);
-        let p = Path::from("_mem_wal/x/wal/1.arrow");
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
-        assert!(
-            s.put_opts(&p, PutPayload::from_static(b"a"), opts.clone())
-                .await
-                .is_err()
-        );
-        assert!(s.head(&p).await.is_ok());
-        let e = s
-            .put_opts(&p, PutPayload::from_static(b"a"), opts)
-            .await
-            .unwrap_err();
-        assert!(matches!(e, object_store::Error::AlreadyExists { .. }));
+        let p = "_mem_wal/x/wal/1.arrow";
+        assert!(create(&s, p).await.is_err());
+        assert!(s.head(&Path::from(p)).await.unwrap());
+        assert_eq!(create(&s, p).await.unwrap(), FirstFree::Taken(1));
     }
 }

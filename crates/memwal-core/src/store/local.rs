@@ -1,5 +1,5 @@
-//! [`LocalStore`]: an `object_store` implementation over a local directory whose every
-//! persistence point memwal controls.
+//! [`LocalStore`]: memwal's [`Backend`] on a local directory, whose every persistence point
+//! memwal controls.
 //!
 //! # Why not `object_store::local::LocalFileSystem`
 //! `LocalFileSystem::with_fsync(true)` is durable too, but its writes and syncs happen inside
@@ -8,7 +8,7 @@
 //! reliability suite crashes at every sync and checks that nothing acknowledged is lost, and
 //! that the same suite fails when syncing is switched off), and (b) failed on purpose (an
 //! `fsync` error must reject the puts it covers and poison the writer, never be retried and
-//! trusted: it surfaces as [`super::SyncFailure`]).
+//! trusted: it surfaces as a [`SyncFailure`]).
 //!
 //! # Durability protocol of a put (create-if-absent)
 //! 1. The first time this store puts into a directory, make the directory and every ancestor
@@ -20,8 +20,9 @@
 //!    the hot path pays nothing; a failed sync leaves it unknown, to be synced again.
 //! 2. Write the bytes to an unnamed (`O_TMPFILE`) or staging file, `fdatasync` it, and link it
 //!    to the final name (`link` fails if the name exists: put-if-not-exists; readers never see
-//!    a partial file). A put can carry data staged earlier (`LocalStore::stage`), which
-//!    leaves only the link.
+//!    a partial file). A create can carry data staged earlier ([`Backend::stage`]), which
+//!    leaves only the link. A create at the first free of several names links the one file
+//!    under each in turn, making a name it finds taken durable before it tries the next.
 //! 3. `fsync` the file: its inode's link count was 0 when its data was synced, and without a
 //!    journal nothing else writes it (see [`super::fs`]).
 //! 4. `fsync` the parent directory, so the new name survives a power loss.
@@ -38,24 +39,18 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::io;
-use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::{self, BoxStream, StreamExt};
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
-    ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-    Result,
-};
+use object_store::{ObjectMeta, Result};
 
+use super::backend::{self, Backend, FirstFree, SyncFailure};
 use super::faults::Faults;
 use super::fs::{FileInfo, Fs, STAGING_PREFIX, Staged};
 use super::paths::is_wal_path;
-use super::{CreatedAt, OrNext, PrepareNext, Prestaged, SyncFailure};
 
 /// See the module docs.
 pub struct LocalStore {
@@ -84,12 +79,6 @@ impl fmt::Debug for LocalStore {
     }
 }
 
-impl fmt::Display for LocalStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LocalStore({})", self.shared.root.display())
-    }
-}
-
 /// The object at `location`, as `stat` of its file describes it.
 fn object_meta(location: Path, info: FileInfo) -> ObjectMeta {
     ObjectMeta {
@@ -105,7 +94,7 @@ fn object_meta(location: Path, info: FileInfo) -> ObjectMeta {
 const INJECTED_SYNC_FAILURE: &str = "injected sync failure";
 
 /// A failed sync of `path`, carried as a [`SyncFailure`] so that
-/// [`super::is_sync_failure`] recognises it after `to_store_error`.
+/// [`backend::is_sync_failure`] recognises it after `to_store_error`.
 fn sync_failure(path: &std::path::Path, source: io::Error) -> io::Error {
     io::Error::other(SyncFailure {
         path: path.display().to_string(),
@@ -151,13 +140,6 @@ fn to_store_error(path: &Path, e: io::Error) -> object_store::Error {
     }
 }
 
-fn not_implemented(op: &str) -> object_store::Error {
-    object_store::Error::NotImplemented {
-        operation: op.to_string(),
-        implementer: "LocalStore".to_string(),
-    }
-}
-
 impl LocalStore {
     /// A store rooted at `root` on `fs`. With `fsync` false nothing is durable across a
     /// power loss (only for tests that must see that happen). Sync failures are injected
@@ -176,31 +158,6 @@ impl LocalStore {
 
     fn handle(&self) -> Arc<Shared> {
         self.shared.clone()
-    }
-
-    /// Stages `data` for a create in the directory of `location` ([`Fs::stage`]): written and
-    /// synced now where the file system can, so that a put carrying it as [`Prestaged`] only
-    /// links a name and syncs the directory.
-    pub(crate) async fn stage(&self, location: &Path, data: Bytes) -> Result<Arc<Staged>> {
-        let me = self.handle();
-        let loc = location.clone();
-        blocking(move || me.stage_blocking(&loc, &data))
-            .await?
-            .map(Arc::new)
-            .map_err(|e| to_store_error(location, e))
-    }
-
-    /// Makes the files at `locations`, written by anyone (another process may have linked one
-    /// and died before its sync), durable: each file's inode, then each of their directories.
-    /// A file missing at its turn is `NotFound`. A failed sync is a [`SyncFailure`].
-    pub(crate) async fn make_durable(&self, locations: Vec<Path>) -> Result<()> {
-        let me = self.handle();
-        let Some(first) = locations.first().cloned() else {
-            return Ok(());
-        };
-        blocking(move || me.make_durable_blocking(&locations))
-            .await?
-            .map_err(|e| to_store_error(&first, e))
     }
 }
 
@@ -351,56 +308,60 @@ impl Shared {
             .map_err(|e| self.write_error(&path, e))
     }
 
-    /// Writes `data` at `location` (or, for a create with `or_next`, at the first free of
-    /// `location` and `or_next`; with `prestaged`, names that instead of writing `data`); the
-    /// index written. With `prepare_next`, a create has the next one's file opened meanwhile.
-    fn put_blocking(
+    /// Creates `staged` at the first free of `locations` (module docs); the index created.
+    /// With `prepare_next`, the next create's file is opened meanwhile.
+    fn create_blocking(
         &self,
-        location: &Path,
-        or_next: &[Path],
-        prestaged: Option<&Staged>,
-        data: Bytes,
-        mode: &PutMode,
+        locations: &[Path],
+        staged: &backend::Staged,
         prepare_next: bool,
     ) -> io::Result<usize> {
+        let location = &locations[0];
         let path = self.fs_path(location);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&parent)?;
-        if prepare_next && matches!(mode, PutMode::Create) {
+        if prepare_next {
             self.prepare_next(&parent);
         }
+        let prestaged = staged.file.as_deref();
         if prestaged.is_none() {
             self.injected_data_sync_failure(location, &path)?;
         }
-        let sync = self.fsync;
-        let written = match mode {
-            PutMode::Create => {
-                let paths: Vec<PathBuf> = std::iter::once(path.clone())
-                    .chain(or_next.iter().map(|l| self.fs_path(l)))
-                    .collect();
-                self.create_first_free(&paths, prestaged, &data, sync, &parent, location)
-            }
-            PutMode::Overwrite => self.fs.replace_file(&path, &data, sync).map(|()| 0),
-            PutMode::Update(_) => unreachable!("rejected by put_opts"),
-        };
-        let created = written.map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound => e,
-            _ => self.write_error(&path, e),
-        })?;
-        if sync && matches!(mode, PutMode::Create) {
-            // The link count of a linked file (module docs, step 3). An overwrite renames a
-            // file whose data sync already wrote its link count (`Fs::replace_file`).
-            let linked = if created == 0 {
-                path.clone()
-            } else {
-                self.fs_path(&or_next[created - 1])
-            };
+        let paths: Vec<PathBuf> = locations.iter().map(|l| self.fs_path(l)).collect();
+        let created = self
+            .create_first_free(
+                &paths,
+                prestaged,
+                &staged.bytes,
+                self.fsync,
+                &parent,
+                location,
+            )
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound => e,
+                _ => self.write_error(&path, e),
+            })?;
+        if self.fsync {
+            // The link count of the linked file (module docs, step 3).
+            let linked = &paths[created];
             self.fs
-                .sync_file(&linked)
-                .map_err(|source| sync_failure(&linked, source))?;
+                .sync_file(linked)
+                .map_err(|source| sync_failure(linked, source))?;
         }
         self.sync_dir(&parent, is_wal_path(location))?;
         Ok(created)
+    }
+
+    /// Replaces (or creates) the file at `location` with `data`: its data sync writes its
+    /// link count too (`Fs::replace_file`), then its directory is synced.
+    fn overwrite_blocking(&self, location: &Path, data: &[u8]) -> io::Result<()> {
+        let path = self.fs_path(location);
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        self.ensure_dir(&parent)?;
+        self.fs
+            .replace_file(&path, data, self.fsync)
+            .map_err(|e| self.write_error(&path, e))?;
+        self.sync_dir(&parent, is_wal_path(location))
     }
 
     /// Creates `data` (or names `prestaged`) at the first free of `paths`, in order; the
@@ -509,36 +470,18 @@ impl Shared {
         Ok(out)
     }
 
-    fn list_with_delimiter_blocking(&self, prefix: Option<&Path>) -> io::Result<ListResult> {
-        let dir = prefix.map(|p| self.fs_path(p)).unwrap_or(self.root.clone());
-        let loc = prefix.cloned().unwrap_or_default();
-        let mut result = ListResult {
-            common_prefixes: Vec::new(),
-            objects: Vec::new(),
-            extensions: Default::default(),
-        };
+    fn list_dirs_blocking(&self, prefix: &Path) -> io::Result<Vec<Path>> {
+        let dir = self.fs_path(prefix);
         let entries = match self.fs.read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(result),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        for (name, is_dir) in entries {
-            if name.starts_with(STAGING_PREFIX) {
-                continue;
-            }
-            let child = loc.clone().join(name.as_str());
-            if is_dir {
-                result.common_prefixes.push(child);
-            } else {
-                match self.fs.stat(&dir.join(&name)) {
-                    Ok(info) => result.objects.push(object_meta(child, info)),
-                    // Removed since the directory was read (see `list_blocking`).
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(result)
+        Ok(entries
+            .into_iter()
+            .filter(|(name, is_dir)| *is_dir && !name.starts_with(STAGING_PREFIX))
+            .map(|(name, _)| prefix.clone().join(name.as_str()))
+            .collect())
     }
 }
 
@@ -550,148 +493,93 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 #[async_trait]
-impl ObjectStore for LocalStore {
-    async fn put_opts(
+impl Backend for LocalStore {
+    async fn create(
         &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> Result<PutResult> {
-        if matches!(opts.mode, PutMode::Update(_)) {
-            return Err(not_implemented("put_opts with PutMode::Update"));
-        }
-        let data: Bytes = payload.into();
-        let me = self.handle();
-        let location = location.clone();
-        let mode = opts.mode.clone();
-        let loc = location.clone();
-        let or_next = opts
-            .extensions
-            .get::<OrNext>()
-            .map(|o| o.0.clone())
-            .unwrap_or_default();
-        let prestaged = opts.extensions.get::<Prestaged>().map(|p| p.0.clone());
-        let prepare_next = opts.extensions.get::<PrepareNext>().is_some();
-        let created = blocking(move || {
-            me.put_blocking(
-                &loc,
-                &or_next,
-                prestaged.as_deref(),
-                data,
-                &mode,
-                prepare_next,
-            )
-        })
-        .await?
-        .map_err(|e| to_store_error(&location, e))?;
-        let mut extensions = object_store::Extensions::new();
-        extensions.insert(CreatedAt(created));
-        Ok(PutResult {
-            e_tag: None,
-            version: None,
-            extensions,
-        })
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        _location: &Path,
-        _opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        Err(not_implemented("put_multipart_opts"))
-    }
-
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        if options.range.is_some() || options.if_match.is_some() || options.if_none_match.is_some()
-        {
-            return Err(not_implemented("get_opts with ranges or preconditions"));
-        }
-        let me = self.handle();
-        let loc = location.clone();
-        let (data, info) = blocking(move || {
-            let p = me.fs_path(&loc);
-            let data = me.fs.read(&p)?;
-            let info = me.fs.stat(&p)?;
-            Ok::<_, io::Error>((data, info))
-        })
-        .await?
-        .map_err(|e| to_store_error(location, e))?;
-        let size = data.len() as u64;
-        // The size of the bytes read, which a concurrent replace cannot make disagree.
-        let meta = ObjectMeta {
-            size,
-            ..object_meta(location.clone(), info)
+        paths: &[Path],
+        data: &backend::Staged,
+        prepare_next: bool,
+    ) -> Result<FirstFree> {
+        let Some(first) = paths.first().cloned() else {
+            return Ok(FirstFree::Taken(0));
         };
-        let bytes = Bytes::from(data);
-        Ok(GetResult {
-            payload: GetResultPayload::Stream(stream::once(async move { Ok(bytes) }).boxed()),
-            meta,
-            range: 0..size,
-            attributes: Default::default(),
-            extensions: Default::default(),
-        })
+        let n = paths.len();
+        let (me, paths, data) = (self.handle(), paths.to_vec(), data.clone());
+        match blocking(move || me.create_blocking(&paths, &data, prepare_next)).await? {
+            Ok(i) => Ok(FirstFree::Created(i)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(FirstFree::Taken(n)),
+            Err(e) => Err(to_store_error(&first, e)),
+        }
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let all = object_store::ObjectStoreExt::get(self, location)
+    async fn stage(&self, near: &Path, data: Bytes) -> Result<backend::Staged> {
+        let (me, loc, bytes) = (self.handle(), near.clone(), data.clone());
+        let file = blocking(move || me.stage_blocking(&loc, &bytes))
             .await?
-            .bytes()
-            .await?;
-        Ok(ranges
-            .iter()
-            .map(|r| all.slice(r.start as usize..(r.end as usize).min(all.len())))
-            .collect())
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        let me = self.handle();
-        locations
-            .then(move |location| {
-                let me = me.clone();
-                async move {
-                    let location = location?;
-                    let loc = location.clone();
-                    blocking(move || me.delete_blocking(&loc))
-                        .await?
-                        .map_err(|e| to_store_error(&location, e))?;
-                    Ok(location)
-                }
-            })
-            .boxed()
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let me = self.handle();
-        let prefix = prefix.cloned();
-        stream::once(async move {
-            let p = prefix.clone();
-            blocking(move || me.list_blocking(p.as_ref()))
-                .await
-                .and_then(|r| r.map_err(|e| to_store_error(&prefix.unwrap_or_default(), e)))
+            .map_err(|e| to_store_error(near, e))?;
+        Ok(backend::Staged {
+            bytes: data,
+            file: Some(Arc::new(file)),
         })
-        .flat_map(|r| match r {
-            Ok(v) => stream::iter(v.into_iter().map(Ok)).boxed(),
-            Err(e) => stream::once(async move { Err(e) }).boxed(),
-        })
-        .boxed()
     }
 
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        let me = self.handle();
-        let p = prefix.cloned();
-        blocking(move || me.list_with_delimiter_blocking(p.as_ref()))
+    async fn get(&self, path: &Path) -> Result<Option<Bytes>> {
+        let (me, loc) = (self.handle(), path.clone());
+        match blocking(move || me.fs.read(&me.fs_path(&loc))).await? {
+            Ok(data) => Ok(Some(Bytes::from(data))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(to_store_error(path, e)),
+        }
+    }
+
+    async fn head(&self, path: &Path) -> Result<bool> {
+        let (me, loc) = (self.handle(), path.clone());
+        match blocking(move || me.fs.stat(&me.fs_path(&loc))).await? {
+            Ok(info) => Ok(!info.is_dir),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(to_store_error(path, e)),
+        }
+    }
+
+    async fn list(&self, prefix: &Path) -> Result<Vec<ObjectMeta>> {
+        let (me, p) = (self.handle(), prefix.clone());
+        blocking(move || me.list_blocking(Some(&p)))
             .await?
-            .map_err(|e| to_store_error(&prefix.cloned().unwrap_or_default(), e))
+            .map_err(|e| to_store_error(prefix, e))
     }
 
-    async fn copy_opts(&self, _from: &Path, _to: &Path, _options: CopyOptions) -> Result<()> {
-        Err(not_implemented("copy"))
+    async fn list_dirs(&self, prefix: &Path) -> Result<Vec<Path>> {
+        let (me, p) = (self.handle(), prefix.clone());
+        blocking(move || me.list_dirs_blocking(&p))
+            .await?
+            .map_err(|e| to_store_error(prefix, e))
     }
 
-    async fn rename_opts(&self, _from: &Path, _to: &Path, _options: RenameOptions) -> Result<()> {
-        Err(not_implemented("rename"))
+    async fn overwrite(&self, path: &Path, data: Bytes) -> Result<()> {
+        let (me, loc) = (self.handle(), path.clone());
+        blocking(move || me.overwrite_blocking(&loc, &data))
+            .await?
+            .map_err(|e| to_store_error(path, e))
+    }
+
+    async fn delete(&self, path: &Path) -> Result<()> {
+        let (me, loc) = (self.handle(), path.clone());
+        blocking(move || me.delete_blocking(&loc))
+            .await?
+            .map_err(|e| to_store_error(path, e))
+    }
+
+    /// The file of each of `paths` (its inode), then each of their directories: a writer may
+    /// have linked one and died before syncing it, and on a file system without a journal a
+    /// linked file whose inode was never synced is freed at the next mount. A file missing at
+    /// its turn is `NotFound`; a failed sync is a [`SyncFailure`].
+    async fn make_durable(&self, paths: &[Path]) -> Result<()> {
+        let Some(first) = paths.first().cloned() else {
+            return Ok(());
+        };
+        let (me, locations) = (self.handle(), paths.to_vec());
+        blocking(move || me.make_durable_blocking(&locations))
+            .await?
+            .map_err(|e| to_store_error(&first, e))
     }
 }

@@ -33,7 +33,7 @@ use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::manifest::ManifestStore;
 use crate::request_id::PutRecord;
-use crate::store::{CreateOutcome, FirstFree, ShardPaths, StagedPut, Store};
+use crate::store::{CreateOutcome, FirstFree, ShardPaths, Staged, Store};
 use crate::wal::{WalPosition, entry};
 
 /// What one successful append wrote.
@@ -62,7 +62,7 @@ const SENTINEL_SLOTS: u64 = 8;
 #[derive(Debug)]
 pub struct StagedSentinel {
     epoch: u64,
-    put: StagedPut,
+    put: Staged,
 }
 
 impl StagedSentinel {
@@ -92,7 +92,7 @@ pub struct WalAppender {
     next_position: u64,
     retry: RetryPolicy,
     /// Whether a put waits for each append (durable mode): then the store may open the next
-    /// entry's file while this one is written ([`crate::store::PrepareNext`]). A non-durable
+    /// entry's file while this one is written ([`crate::store::Backend::create`]). A non-durable
     /// writer's appends are waited for by nobody, and the extra thread would take CPU from
     /// the puts.
     prepare_next: bool,
@@ -308,7 +308,7 @@ impl WalAppender {
     /// One attempt at the sentinel (`bytes`): stages it first if that has not succeeded yet.
     async fn put_sentinel(
         &self,
-        staged: &mut Option<StagedPut>,
+        staged: &mut Option<Staged>,
         bytes: &Bytes,
         candidates: &[object_store::path::Path],
     ) -> object_store::Result<FirstFree> {
