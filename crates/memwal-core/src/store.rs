@@ -315,15 +315,21 @@ impl Store {
 
     /// Runs `call`, one `op` on `path`, between the fault controller's two looks at it (see
     /// [`call`]).
-    async fn call<T>(&self, op: StoreOp, path: &Path, call: impl Future<Output = T>) -> T {
+    async fn call<T>(
+        &self,
+        op: StoreOp,
+        path: &Path,
+        call: impl Future<Output = object_store::Result<T>>,
+    ) -> object_store::Result<T> {
         let (label, actor) = (self.label.as_deref(), self.actor);
         self.faults
             .store_call(label, actor, op, path, When::Before)
-            .await;
+            .await?;
         let out = call.await;
+        // An injected failure after the call replaces its answer: the call happened.
         self.faults
             .store_call(label, actor, op, path, When::After)
-            .await;
+            .await?;
         out
     }
 

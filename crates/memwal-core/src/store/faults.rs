@@ -34,6 +34,10 @@
 //!   waits until the test releases it. Unlike a named pause point it needs no line in memwal:
 //!   every call of every actor can be held (see [`super::call`]). `record_calls()` logs the
 //!   calls made meanwhile, so a suite can first learn an actor's calls, then stall each.
+//! - `fail(Stall, n)` and `delay(Stall, d, n)`: the next `n` matching calls fail with a
+//!   transient error ("injected failure"; before the store: nothing happened; after: it did,
+//!   and its answer is lost), or wait `d` first: a generation flush, a manifest commit, a
+//!   reader's get, any call of any actor.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -153,13 +157,27 @@ impl Stall {
     }
 }
 
-/// An armed [`Stall`] and the pause it waits on.
+/// An armed [`Stall`] and what it does to the calls it matches.
 #[derive(Debug)]
 struct ArmedStall {
     stall: Stall,
     skip: u64,
-    pause: Arc<Pause>,
+    effect: Effect,
 }
+
+/// What an armed rule does to a call it matches.
+#[derive(Debug)]
+enum Effect {
+    /// Holds the first one until released (then the rule is gone).
+    Hold(Arc<Pause>),
+    /// Fails this many more.
+    Fail(u64),
+    /// Delays this many more, each by the duration.
+    Delay(Duration, u64),
+}
+
+/// Message of every failure injected by [`Faults::fail`] (tests match on it).
+pub const INJECTED_CALL_FAILURE: &str = "injected failure";
 
 /// Random faults on every operation (see [`Faults::set_chaos`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -231,6 +249,8 @@ impl Drop for PauseHandle {
 #[derive(Debug, Default)]
 pub struct Faults {
     chaos: Mutex<Option<ChaosState>>,
+    /// Whether `chaos` is set: a store with no fault switched on takes no lock per call.
+    any_chaos: AtomicBool,
     pauses: Mutex<HashMap<String, Arc<Pause>>>,
     any_pause: AtomicBool,
     fail_wal_puts: AtomicU64,
@@ -274,6 +294,7 @@ impl Faults {
     /// Random faults and latency on every operation, from `chaos.seed`; `None` switches
     /// them off.
     pub fn set_chaos(&self, chaos: Option<Chaos>) {
+        self.any_chaos.store(chaos.is_some(), Ordering::SeqCst);
         *self.chaos.lock().unwrap_or_else(|e| e.into_inner()) = chaos.map(|c| ChaosState {
             rng: SplitMix64::new(c.seed),
             chaos: c,
@@ -281,6 +302,9 @@ impl Faults {
     }
 
     fn fate(&self, is_put: bool) -> Fate {
+        if !self.any_chaos.load(Ordering::Relaxed) {
+            return Fate::default();
+        }
         let mut guard = self.chaos.lock().unwrap_or_else(|e| e.into_inner());
         let Some(state) = guard.as_mut() else {
             return Fate::default();
@@ -322,16 +346,37 @@ impl Faults {
             reached: tokio::sync::watch::Sender::new(false),
             released: tokio::sync::watch::Sender::new(false),
         });
+        self.arm(stall, Effect::Hold(pause.clone()));
+        PauseHandle(pause)
+    }
+
+    /// Fails the next `times` store calls that match `at` (after `at.skip` others) with a
+    /// transient error, [`INJECTED_CALL_FAILURE`]: before the store, the call did not happen;
+    /// after it, it did and its answer is lost. [`Faults::recover`] disarms it.
+    pub fn fail(&self, at: Stall, times: u64) {
+        if times > 0 {
+            self.arm(at, Effect::Fail(times));
+        }
+    }
+
+    /// Delays the next `times` store calls that match `at` by `delay` each (before or after the
+    /// call reaches the store). [`Faults::recover`] disarms it.
+    pub fn delay(&self, at: Stall, delay: Duration, times: u64) {
+        if times > 0 {
+            self.arm(at, Effect::Delay(delay, times));
+        }
+    }
+
+    fn arm(&self, stall: Stall, effect: Effect) {
         self.stalls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(ArmedStall {
                 skip: stall.skip,
                 stall,
-                pause: pause.clone(),
+                effect,
             });
         self.any_stall.store(true, Ordering::SeqCst);
-        PauseHandle(pause)
     }
 
     /// Starts logging every store call (before it reaches the store), dropping any earlier
@@ -351,8 +396,8 @@ impl Faults {
     }
 
     /// Called by the store at each of its operations, before (`When::Before`) and after
-    /// (`When::After`) the operation: logs the call if asked to, and waits if an armed
-    /// [`Stall`] matches it.
+    /// (`When::After`) the operation: logs the call if asked to, and applies the first armed
+    /// rule that matches it (waits, fails it, or delays it).
     pub(crate) async fn store_call(
         &self,
         label: Option<&str>,
@@ -360,10 +405,10 @@ impl Faults {
         op: StoreOp,
         path: &Path,
         when: When,
-    ) {
+    ) -> Result<()> {
         let recording = self.recording.load(Ordering::Relaxed);
         if !self.any_stall.load(Ordering::Relaxed) && !recording {
-            return;
+            return Ok(());
         }
         let call = StoreCall {
             label: label.map(str::to_string),
@@ -372,22 +417,7 @@ impl Faults {
             kind: ObjectKind::of(path),
             path: path.to_string(),
         };
-        let pause = {
-            let mut stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
-            let mut hit = None;
-            for (i, armed) in stalls.iter_mut().enumerate() {
-                if !armed.stall.matches(&call, when) {
-                    continue;
-                }
-                if armed.skip > 0 {
-                    armed.skip -= 1;
-                    continue;
-                }
-                hit = Some(i);
-                break;
-            }
-            hit.map(|i| stalls.remove(i).pause)
-        };
+        let effect = self.take_effect(&call, when);
         if recording
             && when == When::Before
             && let Some(log) = self
@@ -396,13 +426,62 @@ impl Faults {
                 .unwrap_or_else(|e| e.into_inner())
                 .as_mut()
         {
-            log.push(call);
+            log.push(call.clone());
         }
-        if let Some(p) = pause {
-            p.reached.send_replace(true);
-            let mut rx = p.released.subscribe();
-            let _ = rx.wait_for(|r| *r).await;
+        match effect {
+            None => Ok(()),
+            Some(Effect::Hold(p)) => {
+                p.reached.send_replace(true);
+                let mut rx = p.released.subscribe();
+                let _ = rx.wait_for(|r| *r).await;
+                Ok(())
+            }
+            Some(Effect::Delay(d, _)) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Some(Effect::Fail(_)) => Err(object_store::Error::Generic {
+                store: "faults",
+                source: format!(
+                    "{INJECTED_CALL_FAILURE} of a {} of {} by {} ({when:?}) at {path}",
+                    call.op.name(),
+                    call.kind.name(),
+                    call.actor.name()
+                )
+                .into(),
+            }),
         }
+    }
+
+    /// The effect of the first armed rule matching `call`, used up by one: a hold is removed,
+    /// a failure or delay counts down and goes at zero.
+    fn take_effect(&self, call: &StoreCall, when: When) -> Option<Effect> {
+        let mut rules = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        let i = rules.iter_mut().position(|armed| {
+            if !armed.stall.matches(call, when) {
+                return false;
+            }
+            if armed.skip > 0 {
+                armed.skip -= 1;
+                return false;
+            }
+            true
+        })?;
+        let (effect, spent) = match &mut rules[i].effect {
+            Effect::Hold(p) => (Effect::Hold(p.clone()), true),
+            Effect::Fail(n) => {
+                *n -= 1;
+                (Effect::Fail(*n), *n == 0)
+            }
+            Effect::Delay(d, n) => {
+                *n -= 1;
+                (Effect::Delay(*d, *n), *n == 0)
+            }
+        };
+        if spent {
+            rules.remove(i);
+        }
+        Some(effect)
     }
 
     /// Called by memwal at pause point `name`: waits there if a test armed it.
@@ -422,9 +501,14 @@ impl Faults {
         }
     }
 
-    /// Switches every fault off (attempt counters keep counting).
+    /// Switches every fault off, armed failures and delays included (attempt counters keep
+    /// counting; armed stalls stay until released).
     pub fn recover(&self) {
         self.set_chaos(None);
+        self.stalls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|armed| matches!(armed.effect, Effect::Hold(_)));
         self.fail_wal_puts.store(0, Ordering::SeqCst);
         self.lost_ack.store(false, Ordering::SeqCst);
         self.fail_wal_syncs.store(0, Ordering::SeqCst);

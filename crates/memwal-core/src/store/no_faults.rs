@@ -37,7 +37,8 @@ impl Faults {
         _op: StoreOp,
         _path: &Path,
         _when: When,
-    ) {
+    ) -> object_store::Result<()> {
+        Ok(())
     }
 
     /// Whether this WAL sync fails on purpose; without the `testing` feature, never.
