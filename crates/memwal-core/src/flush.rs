@@ -62,6 +62,7 @@ pub mod compaction;
 pub mod completion;
 pub(crate) mod feedback;
 pub(crate) mod generation;
+pub(crate) mod legacy_watermark;
 pub(crate) mod parquet;
 pub(crate) mod wal_handler;
 

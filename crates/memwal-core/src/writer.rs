@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::flush::DurableWatcher;
 use crate::flush::completion::completion;
 use crate::flush::generation::GenerationMsg;
+use crate::flush::legacy_watermark::LegacyWatermark;
 use crate::flush::wal_handler::WalMsg;
 use crate::manifest::ShardManifest;
 use crate::memtable::MemTable;
@@ -170,21 +171,12 @@ impl ShardWriter {
         options: PutOptions,
     ) -> Result<WriteResult> {
         let (result, durable) = self.inserted(batches, PutMode::Put, options).await?;
-        #[cfg(feature = "legacy-watermark-bug")]
-        if durable.is_some() && self.inner.config.enable_memtable {
-            // The seed report's watcher: wait for watermark >= our *local* end.
-            let mut rx = self.inner.feedback.legacy_watermark.subscribe();
-            loop {
-                self.inner.feedback.check()?;
-                if *rx.borrow_and_update() >= result.batch_positions.end {
-                    return Ok(result);
-                }
-                if rx.changed().await.is_err() {
-                    return Err(Error::HandlerExited {
-                        context: String::new(),
-                    });
-                }
-            }
+        if LegacyWatermark::ON && durable.is_some() && self.inner.config.enable_memtable {
+            let feedback = &self.inner.feedback;
+            let end = result.batch_positions.end;
+            let check = || feedback.check();
+            feedback.legacy_watermark.wait(check, end).await?;
+            return Ok(result);
         }
         if let Some(w) = durable {
             w.wait().await?;

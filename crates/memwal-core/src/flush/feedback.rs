@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::flush::TerminalLatch;
+use crate::flush::legacy_watermark::LegacyWatermark;
 use crate::manifest::FlushedGeneration;
 use crate::memtable::{MemTable, WalProgress};
 use crate::stats::StatsRecorder;
@@ -62,10 +63,9 @@ pub(crate) struct Feedback {
     pub stats: Arc<StatsRecorder>,
     /// Where events go (see [`crate::events`]).
     pub events: Events,
-    /// The seed report's bug, for the regression test's negative control only: one
-    /// writer-wide watermark of generation-local batch ends.
-    #[cfg(feature = "legacy-watermark-bug")]
-    pub legacy_watermark: watch::Sender<usize>,
+    /// The seed report's bug, for the regression test's negative control only (zero-sized
+    /// unless its feature is on).
+    pub legacy_watermark: LegacyWatermark,
 }
 
 /// The writer's end of the report channel.
@@ -83,8 +83,7 @@ impl Feedback {
             progress: watch::Sender::new(0),
             stats,
             events: Events::default(),
-            #[cfg(feature = "legacy-watermark-bug")]
-            legacy_watermark: watch::Sender::new(0),
+            legacy_watermark: LegacyWatermark::default(),
         };
         (Arc::new(feedback), rx)
     }

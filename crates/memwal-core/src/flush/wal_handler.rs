@@ -444,9 +444,7 @@ impl WalFlushHandler {
                 progress: *progress,
                 next_position: self.appender.next_position(),
             });
-            // The bug: a generation-local end published to a writer-wide watermark.
-            #[cfg(feature = "legacy-watermark-bug")]
-            self.feedback.legacy_watermark.send_replace(end);
+            self.feedback.legacy_watermark.publish(end);
         }
         if wal_only_end > self.wal_only.appended {
             self.append_wal_only().await?;
