@@ -1,7 +1,7 @@
-// A program that arms a stall nothing will reach, holds a put's WAL append with another and
-// disposes of it, then closes its writer: `stalls.spec.ts` checks that it prints what it did
-// and exits on its own, since a pending `reached()` must not hold the event loop open.
-// Argument: the shard's directory.
+// A program whose only pending work, at one point, is a writer's background generation commit
+// that a stall holds: `stalls.spec.ts` checks that awaiting the stall's `reached()` kept the
+// process running until the commit got there, and that a stall never reached did not keep it
+// running once the writer closed. Argument: the shard's directory.
 
 import { ObjectStore, ShardWriter } from '../index'
 import { rows, schema } from './helpers'
@@ -12,13 +12,15 @@ async function main(): Promise<void> {
   const never = store.faults.stall({ actor: 'tailer' })
   void never.reached().then(() => console.log('the tailer stall was reached'))
 
-  const held = store.faults.stall({ actor: 'put', op: 'create', object: 'wal' })
-  const w = await ShardWriter.open(store, { schema })
-  const put = w.put(rows([1]))
-  await held.reached()
+  const w = await ShardWriter.open(store, { schema, gc: false, compaction: false })
+  await w.put(rows([1]))
+  const commit = store.faults.stall({ actor: 'commit', op: 'create', object: 'manifest' })
+  await w.forceSealActive()
+  // Nothing but the stall's own hold keeps the event loop running while the flush gets there.
+  await commit.reached()
   console.log('reached')
-  held[Symbol.dispose]()
-  await put
+  commit[Symbol.dispose]()
+  await w.waitForFlushDrain()
   await w.close()
   console.log('released and closed')
 }

@@ -176,7 +176,7 @@ test('stall rejects unknown names and bad arguments, naming what it takes', (t) 
   t.notThrows(() => faults.stall({ when: 'after', skip: 2 })[Symbol.dispose]())
 })
 
-test('a stall never reached keeps no process alive, and one released lets its call through', async (t) => {
+test('an awaited stall holds the process open while a writer may still make its call, and not once the writer closed', async (t) => {
   const child = join(__dirname, 'stall-child.ts')
   const run = await runProcess(process.execPath, ['--import', 'tsx', child, tempDir(t)], { cwd: __dirname })
   t.is(run.stderr, '')

@@ -64,6 +64,92 @@ export interface StoreCall {
   path: string
 }
 
+/**
+ * What a pending {@link StoreStall.reached} holds open, per fault controller. A stalled call may
+ * come from a writer's background work (a generation commit, a compaction, a collection), which
+ * does not hold the process open itself (an idle writer must not): without this, a test awaiting
+ * such a stall could end as "never resolved" while the call was on its way. So an awaited stall
+ * holds the process open while a writer is open on its controller; with none, nothing can make
+ * such a call except another awaited call (an open, a scan, a collection), which holds the
+ * process open itself, and a stall that is never reached leaves a plain pending promise.
+ */
+class StallLiveness {
+  #writers = 0
+  #awaited = 0
+  #timer: ReturnType<typeof setInterval> | undefined
+
+  /** Counts one open writer until the returned function is called. */
+  writerOpened(): () => void {
+    return this.#count(1, 0)
+  }
+
+  /** Counts one awaited stall until the returned function is called. */
+  stallAwaited(): () => void {
+    return this.#count(0, 1)
+  }
+
+  get idle(): boolean {
+    return this.#writers === 0 && this.#awaited === 0
+  }
+
+  #count(writers: number, awaited: number): () => void {
+    this.#writers += writers
+    this.#awaited += awaited
+    this.#update()
+    let counted = true
+    return () => {
+      if (!counted) return
+      counted = false
+      this.#writers -= writers
+      this.#awaited -= awaited
+      this.#update()
+    }
+  }
+
+  #update(): void {
+    const hold = this.#writers > 0 && this.#awaited > 0
+    if (hold && this.#timer === undefined) {
+      // Any referenced handle keeps the event loop running; this one never fires.
+      this.#timer = setInterval(() => undefined, 2 ** 30)
+    } else if (!hold && this.#timer !== undefined) {
+      clearInterval(this.#timer)
+      this.#timer = undefined
+    }
+  }
+}
+
+/** Each handle's liveness: a handle has a fault controller of its own, … */
+const livenessOfHandle = new WeakMap<NativeObjectStore, StallLiveness>()
+/** … but every handle on one `memory://NAME` shares that store's (see `Store::named_memory`). */
+const livenessOfName = new Map<string, StallLiveness>()
+
+/** The liveness of `native`'s fault controller; `release` it when done counting. */
+function livenessOf(native: NativeObjectStore): { liveness: StallLiveness; release: () => void } {
+  const location = native.location
+  if (!location.startsWith('memory://') || location === 'memory://') {
+    let liveness = livenessOfHandle.get(native)
+    if (liveness === undefined) livenessOfHandle.set(native, (liveness = new StallLiveness()))
+    return { liveness, release: () => undefined }
+  }
+  let liveness = livenessOfName.get(location)
+  if (liveness === undefined) livenessOfName.set(location, (liveness = new StallLiveness()))
+  const shared = liveness
+  return { liveness, release: () => shared.idle && livenessOfName.delete(location) }
+}
+
+/**
+ * Counts a writer opened on `native` as open until the returned function is called (at its
+ * close or abort), so that a stall awaited on the same fault controller holds the process open.
+ */
+export function writerOpenedOn(native: NativeObjectStore): () => void {
+  const { liveness, release } = livenessOf(native)
+  const closed = liveness.writerOpened()
+  return () => {
+    closed()
+    release()
+  }
+}
+
 /** The keys {@link StallOptions} may have, so that a misspelt one is not taken for "any". */
 const STALL_OPTIONS = ['actor', 'op', 'object', 'when', 'skip'] as const satisfies readonly (keyof StallOptions)[]
 
@@ -74,20 +160,42 @@ const STALL_OPTIONS = ['actor', 'op', 'object', 'when', 'skip'] as const satisfi
 export class StoreStall {
   readonly #native: NativeStoreStall
   readonly #reached: Promise<void>
+  readonly #store: NativeObjectStore
+  #isReached = false
+  #released = false
+  /** Ends this stall's hold on the process (see {@link StoreStall.reached}). */
+  #stopAwaiting: (() => void) | undefined
 
   /** @hidden */
-  constructor(native: NativeStoreStall, reached: Promise<void>) {
+  constructor(native: NativeStoreStall, reached: Promise<void>, store: NativeObjectStore) {
     this.#native = native
-    this.#reached = reached
+    this.#store = store
+    this.#reached = reached.then(() => {
+      this.#isReached = true
+      this.#stopAwaiting?.()
+    })
   }
 
   /**
-   * Resolves once the matching call is held (the same promise at every call). A stall that is
-   * never reached leaves it pending without keeping the process alive: a test awaiting it
-   * then ends as one whose promise never settled, not at a timeout. Released before it was
-   * reached, the stall still lets the call pass straight through, and then resolves this.
+   * Resolves once the matching call is held (the same promise at every call).
+   *
+   * While it is pending, and until the stall is released, it holds the process open as long as
+   * a writer is open on the same fault controller: such a writer's background work (a
+   * generation commit, a compaction, a collection) may still make the call. Otherwise it is a
+   * plain pending promise: a stall never reached, with no writer open, does not keep the
+   * process alive, and a test awaiting it ends as one whose promise never settled. Released
+   * before it was reached, the stall lets the call pass straight through, which still
+   * resolves this.
    */
   reached(): Promise<void> {
+    if (!this.#isReached && !this.#released && this.#stopAwaiting === undefined) {
+      const { liveness, release } = livenessOf(this.#store)
+      const stop = liveness.stallAwaited()
+      this.#stopAwaiting = () => {
+        stop()
+        release()
+      }
+    }
     return this.#reached
   }
 
@@ -98,6 +206,8 @@ export class StoreStall {
    * waits on it.
    */
   release(): void {
+    this.#released = true
+    this.#stopAwaiting?.()
     callSync(() => this.#native.release())
   }
 
@@ -212,7 +322,7 @@ export class StoreFaults {
     const reached = new Promise<void>((resolve) => (onReached = resolve))
     const { actor, op, object, when, skip } = options
     const native = callSync(() => this.#native.stall({ actor, op, object, when, skip }, () => onReached()))
-    return new StoreStall(native, reached)
+    return new StoreStall(native, reached, this.#native)
   }
 
   /**
