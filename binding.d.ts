@@ -33,6 +33,18 @@ export declare class NativeObjectStore {
   recover(): void
   /** WAL-entry puts attempted through this store so far. */
   walPutAttempts(): number
+  /**
+   * Arms a stall of the next matching store call (names as `memwal_core::store::call`
+   * spells them); `on_reached` is called once that call is held.
+   */
+  stall(spec: NativeStallSpec, onReached: () => void): NativeStoreStall
+  /**
+   * Starts logging every store call through this store's fault controller (dropping any
+   * earlier log).
+   */
+  recordCalls(): void
+  /** The calls logged since `record_calls`, oldest first. */
+  calls(): Array<NativeStoreCall>
   /** Collects garbage in `shard` (a name or an id): see `memwal_core::gc`. */
   collectGarbage(shard: string, options?: NativeGcOptions | undefined | null): Promise<GcReport>
   /** The shards in this store (with a manifest), and the shard folders without one. */
@@ -134,6 +146,15 @@ export declare class NativeShardWriter {
   close(): Promise<void>
   /** Stops without flushing. */
   abort(): Promise<void>
+}
+
+/**
+ * One armed stall: its call waits from when it is reached until `release` (or until this
+ * handle is garbage-collected).
+ */
+export declare class NativeStoreStall {
+  /** Lets the held call continue (or, if it was not reached yet, pass straight through). */
+  release(): void
 }
 
 /** Reads WAL entries by position. */
@@ -291,6 +312,32 @@ export interface NativeShardListing {
   shards: Array<NativeListedShard>
   /** Ids of shard folders with no manifest (a first open cut off before writing one). */
   incomplete: Array<string>
+}
+
+/** Which store call to stall; every field left out matches anything. */
+export interface NativeStallSpec {
+  /** An actor's name (`claim`, `put`, `commit`, …). */
+  actor?: string
+  /** An operation's name (`get`, `create`, …). */
+  op?: string
+  /** An object kind's name (`manifest`, `wal`, …). */
+  object?: string
+  /** `before` (the default) or `after`. */
+  when?: string
+  /** Matching calls to let through first. */
+  skip?: number
+}
+
+/** A store call, as recorded by `record_calls`. */
+export interface NativeStoreCall {
+  /** Who made it. */
+  actor: string
+  /** What it did. */
+  op: string
+  /** The kind of object it touched. */
+  object: string
+  /** The object's (or folder's) path. */
+  path: string
 }
 
 /** One WAL entry. */

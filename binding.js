@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.NativeObjectStore = nativeBinding.NativeObjectStore
 module.exports.NativeShardReader = nativeBinding.NativeShardReader
 module.exports.NativeShardWriter = nativeBinding.NativeShardWriter
+module.exports.NativeStoreStall = nativeBinding.NativeStoreStall
 module.exports.NativeWalTailer = nativeBinding.NativeWalTailer
 module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.setNativeLogger = nativeBinding.setNativeLogger

@@ -36,7 +36,20 @@ export {
   TimeoutError,
   TruncatedError,
 } from './lib/errors.js'
-export { type Location, ObjectStore, type ShardInfo, type StorageOptions, StoreFaults, dropMemoryStore } from './lib/store.js'
+export {
+  type Location,
+  ObjectStore,
+  type ShardInfo,
+  type StallOptions,
+  type StorageOptions,
+  type StoreActor,
+  type StoreCall,
+  StoreFaults,
+  type StoreObject,
+  type StoreOp,
+  StoreStall,
+  dropMemoryStore,
+} from './lib/store.js'
 export type { ArrowDataType, ArrowField, ArrowSchema } from './lib/arrow-schema.js'
 export type { ArrowRecordBatch, ArrowTable, PutData } from './lib/encoding.js'
 export { DEFAULT_SHARD_NAME } from './lib/options.js'

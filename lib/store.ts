@@ -3,10 +3,228 @@
 // checks their keys; `nativeStore` turns any `Location` into the handle the binding opens
 // shards on.
 
-import { NativeObjectStore } from '../native.js'
-import { InvalidArgumentError, call, callSync, describeValue, requireLocation, requireString } from './errors.js'
+import { NativeObjectStore, type NativeStoreStall } from '../native.js'
+import { InvalidArgumentError, call, callSync, describeValue, requireLocation, requireString, truncate } from './errors.js'
 
-/** Test hooks that make the WAL's object store misbehave. All faults are off by default. */
+/**
+ * Who made a store call: a writer's `'claim'` (opening: the epoch claim, the fence sentinel,
+ * the WAL replay), its `'put'` (WAL appends), its `'commit'` (a generation's Parquet file,
+ * request ids and manifest commit), its `'compaction'`, `'gc'` (collection, in a writer's
+ * background or {@link collectGarbage}), a {@link ShardReader}'s `'reader'` (and
+ * {@link ObjectStore.listShards}), a {@link WalTailer}'s `'tailer'`, or `'other'` (a writer's
+ * own reads such as {@link ShardWriter.manifest}).
+ */
+export type StoreActor = 'claim' | 'put' | 'commit' | 'compaction' | 'gc' | 'reader' | 'tailer' | 'other'
+
+/**
+ * What a store call does: read (`'get'`), probe (`'head'`) or list (`'list'`) objects, create
+ * one if absent (`'create'`), stage its data ahead of the create (`'stage'`), overwrite the
+ * version hint (`'overwrite'`), delete (`'delete'`), or make written objects durable (`'sync'`,
+ * a local directory's file and folder syncs).
+ */
+export type StoreOp = 'get' | 'head' | 'list' | 'create' | 'stage' | 'overwrite' | 'delete' | 'sync'
+
+/**
+ * The kind of object a store call touches: a manifest version (or the manifest folder),
+ * `version_hint.json`, a WAL entry (or the WAL folder), a generation's file or folder, a
+ * generation's `request_ids.json`, or anything else.
+ */
+export type StoreObject = 'manifest' | 'version-hint' | 'wal' | 'generation' | 'request-ids' | 'other'
+
+/** Which store call {@link StoreFaults.stall} holds. Every field left out matches anything. */
+export interface StallOptions {
+  /** Only calls made by this actor. */
+  actor?: StoreActor
+  /** Only this operation. */
+  op?: StoreOp
+  /** Only calls on this kind of object. */
+  object?: StoreObject
+  /**
+   * `'before'`: hold the call before it reaches the store. `'after'`: once the store has
+   * answered (the call has taken effect), before its caller sees the answer.
+   * @defaultValue 'before'
+   */
+  when?: 'before' | 'after'
+  /**
+   * Matching calls to let through before the one held.
+   * @defaultValue 0
+   */
+  skip?: number
+}
+
+/** A store call, as {@link StoreFaults.calls} lists it. */
+export interface StoreCall {
+  /** Who made it. */
+  actor: StoreActor
+  /** What it did. */
+  op: StoreOp
+  /** On what kind of object. */
+  object: StoreObject
+  /** The object's (or folder's) path, relative to the store's root. */
+  path: string
+}
+
+/**
+ * What a pending {@link StoreStall.reached} holds open, per fault controller. A stalled call may
+ * come from a writer's background work (a generation commit, a compaction, a collection), which
+ * does not hold the process open itself (an idle writer must not): without this, a test awaiting
+ * such a stall could end as "never resolved" while the call was on its way. So an awaited stall
+ * holds the process open while a writer is open on its controller; with none, nothing can make
+ * such a call except another awaited call (an open, a scan, a collection), which holds the
+ * process open itself, and a stall that is never reached leaves a plain pending promise.
+ */
+class StallLiveness {
+  #writers = 0
+  #awaited = 0
+  #timer: ReturnType<typeof setInterval> | undefined
+
+  /** Counts one open writer until the returned function is called. */
+  writerOpened(): () => void {
+    return this.#count(1, 0)
+  }
+
+  /** Counts one awaited stall until the returned function is called. */
+  stallAwaited(): () => void {
+    return this.#count(0, 1)
+  }
+
+  get idle(): boolean {
+    return this.#writers === 0 && this.#awaited === 0
+  }
+
+  #count(writers: number, awaited: number): () => void {
+    this.#writers += writers
+    this.#awaited += awaited
+    this.#update()
+    let counted = true
+    return () => {
+      if (!counted) return
+      counted = false
+      this.#writers -= writers
+      this.#awaited -= awaited
+      this.#update()
+    }
+  }
+
+  #update(): void {
+    const hold = this.#writers > 0 && this.#awaited > 0
+    if (hold && this.#timer === undefined) {
+      // Any referenced handle keeps the event loop running; this one never fires.
+      this.#timer = setInterval(() => undefined, 2 ** 30)
+    } else if (!hold && this.#timer !== undefined) {
+      clearInterval(this.#timer)
+      this.#timer = undefined
+    }
+  }
+}
+
+/** Each handle's liveness: a handle has a fault controller of its own, … */
+const livenessOfHandle = new WeakMap<NativeObjectStore, StallLiveness>()
+/** … but every handle on one `memory://NAME` shares that store's (see `Store::named_memory`). */
+const livenessOfName = new Map<string, StallLiveness>()
+
+/** The liveness of `native`'s fault controller; `release` it when done counting. */
+function livenessOf(native: NativeObjectStore): { liveness: StallLiveness; release: () => void } {
+  const location = native.location
+  if (!location.startsWith('memory://') || location === 'memory://') {
+    let liveness = livenessOfHandle.get(native)
+    if (liveness === undefined) livenessOfHandle.set(native, (liveness = new StallLiveness()))
+    return { liveness, release: () => undefined }
+  }
+  let liveness = livenessOfName.get(location)
+  if (liveness === undefined) livenessOfName.set(location, (liveness = new StallLiveness()))
+  const shared = liveness
+  return { liveness, release: () => shared.idle && livenessOfName.delete(location) }
+}
+
+/**
+ * Counts a writer opened on `native` as open until the returned function is called (at its
+ * close or abort), so that a stall awaited on the same fault controller holds the process open.
+ */
+export function writerOpenedOn(native: NativeObjectStore): () => void {
+  const { liveness, release } = livenessOf(native)
+  const closed = liveness.writerOpened()
+  return () => {
+    closed()
+    release()
+  }
+}
+
+/** The keys {@link StallOptions} may have, so that a misspelt one is not taken for "any". */
+const STALL_OPTIONS = ['actor', 'op', 'object', 'when', 'skip'] as const satisfies readonly (keyof StallOptions)[]
+
+/**
+ * One store call held by {@link StoreFaults.stall}: from the moment the call is reached until
+ * {@link StoreStall.release}. `using stall = faults.stall(...)` releases it at scope exit.
+ */
+export class StoreStall {
+  readonly #native: NativeStoreStall
+  readonly #reached: Promise<void>
+  readonly #store: NativeObjectStore
+  #isReached = false
+  #released = false
+  /** Ends this stall's hold on the process (see {@link StoreStall.reached}). */
+  #stopAwaiting: (() => void) | undefined
+
+  /** @hidden */
+  constructor(native: NativeStoreStall, reached: Promise<void>, store: NativeObjectStore) {
+    this.#native = native
+    this.#store = store
+    this.#reached = reached.then(() => {
+      this.#isReached = true
+      this.#stopAwaiting?.()
+    })
+  }
+
+  /**
+   * Resolves once the matching call is held (the same promise at every call).
+   *
+   * While it is pending, and until the stall is released, it holds the process open as long as
+   * a writer is open on the same fault controller: such a writer's background work (a
+   * generation commit, a compaction, a collection) may still make the call. Otherwise it is a
+   * plain pending promise: a stall never reached, with no writer open, does not keep the
+   * process alive, and a test awaiting it ends as one whose promise never settled. Released
+   * before it was reached, the stall lets the call pass straight through, which still
+   * resolves this.
+   */
+  reached(): Promise<void> {
+    if (!this.#isReached && !this.#released && this.#stopAwaiting === undefined) {
+      const { liveness, release } = livenessOf(this.#store)
+      const stop = liveness.stallAwaited()
+      this.#stopAwaiting = () => {
+        stop()
+        release()
+      }
+    }
+    return this.#reached
+  }
+
+  /**
+   * Lets the held call continue; if it was not reached yet, it will pass straight through.
+   * Idempotent. A stall that is never released holds its call until this object is
+   * garbage-collected, so release every stall (or arm it with `using`) before closing what
+   * waits on it.
+   */
+  release(): void {
+    this.#released = true
+    this.#stopAwaiting?.()
+    callSync(() => this.#native.release())
+  }
+
+  /** `using stall = store.faults.stall(...)` releases the stall at scope exit. */
+  [Symbol.dispose](): void {
+    this.release()
+  }
+}
+
+/**
+ * Test hooks that make an {@link ObjectStore} misbehave. All faults are off by default.
+ *
+ * Each controller is its handle's: two `ObjectStore.local(dir)` (or `fromUri` of a path) on
+ * the same directory have separate ones, so a test can stall one writer's calls and not those
+ * of a writer or collection opened on another handle (or on the location string). Every
+ * handle on one `memory://NAME`, and every open of that location string, shares one.
+ */
 export class StoreFaults {
   readonly #native: NativeObjectStore
 
@@ -43,6 +261,83 @@ export class StoreFaults {
   walPutAttempts(): number {
     return callSync(() => this.#native.walPutAttempts())
   }
+
+  /**
+   * Holds the next store call through this handle that matches `options` (after `skip` others)
+   * until the returned stall is released. Any call of any actor can be held this way, so a
+   * test can stop one actor at an exact step, run others to completion, then let it go on.
+   * Several stalls may be armed at once; each holds one call. The call is held in the
+   * background: the JavaScript thread stays free, and the call's caller (a `put`, a `scan`,
+   * a `close`) simply does not settle meanwhile.
+   *
+   * Only calls through this {@link ObjectStore} handle are seen: open the actor to stall on
+   * a handle of its own (see {@link StoreFaults}).
+   *
+   * @param options - which call to hold (by default the first call of any kind)
+   * @returns the stall; await {@link StoreStall.reached}, then {@link StoreStall.release} it
+   * @throws {InvalidArgumentError} for an unknown key, or a name that is not one of those
+   * {@link StoreActor}, {@link StoreOp} and {@link StoreObject} list (the message lists them),
+   * or a `skip` that is not a non-negative integer
+   *
+   * @example
+   * A reader's scan held before its first WAL read while the writer flushes those rows into a
+   * generation and collection removes their WAL entries: released, it still returns each row
+   * once.
+   * ```ts
+   * const writer = await ShardWriter.open(ObjectStore.local(dir), { schema, gc: false })
+   * await writer.put(rows)
+   * const readerStore = ObjectStore.local(dir) // a fault controller of its own
+   * const reader = await ShardReader.open(readerStore)
+   * using stall = readerStore.faults.stall({ actor: 'reader', op: 'get', object: 'wal' })
+   * const scan = reader.scan()
+   * await stall.reached() // the scan read the manifest and waits before reading the WAL
+   * await writer.forceSealActive()
+   * await writer.waitForFlushDrain()
+   * await collectGarbage(dir, { keepManifestVersions: 2 })
+   * stall.release()
+   * console.log((await scan).numRows) // every row put, once
+   * ```
+   */
+  stall(options: StallOptions = {}): StoreStall {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new InvalidArgumentError(`stall(options) expects an object, got ${describeValue(options)}`)
+    }
+    for (const key of Object.keys(options)) {
+      if (!(STALL_OPTIONS as readonly string[]).includes(key)) {
+        throw new InvalidArgumentError(
+          `stall(options): unknown option ${truncate(JSON.stringify(key))}; the options are ${STALL_OPTIONS.join(', ')}`,
+        )
+      }
+    }
+    for (const key of ['actor', 'op', 'object', 'when'] as const) {
+      const v = options[key]
+      if (v !== undefined && typeof v !== 'string') {
+        throw new InvalidArgumentError(`stall: ${key} must be a string, got ${describeValue(v)}`)
+      }
+    }
+    if (options.skip !== undefined && typeof options.skip !== 'number') {
+      throw new InvalidArgumentError(`stall: skip must be a non-negative integer, got ${describeValue(options.skip)}`)
+    }
+    let onReached!: () => void
+    const reached = new Promise<void>((resolve) => (onReached = resolve))
+    const { actor, op, object, when, skip } = options
+    const native = callSync(() => this.#native.stall({ actor, op, object, when, skip }, () => onReached()))
+    return new StoreStall(native, reached, this.#native)
+  }
+
+  /**
+   * Starts listing every store call through this handle (before each reaches the store),
+   * dropping any earlier list; {@link StoreFaults.calls} returns it. A suite can first learn
+   * the calls an operation makes, then stall each in turn.
+   */
+  recordCalls(): void {
+    callSync(() => this.#native.recordCalls())
+  }
+
+  /** The calls listed since {@link StoreFaults.recordCalls}, oldest first (empty if it was not called). */
+  calls(): StoreCall[] {
+    return callSync(() => this.#native.calls()) as StoreCall[]
+  }
 }
 
 /**
@@ -61,7 +356,10 @@ const storeNatives = new WeakMap<ObjectStore, NativeObjectStore>()
  * ```
  */
 export class ObjectStore {
-  /** Fault injection for tests (shared by every handle on the same store). */
+  /**
+   * Fault injection for tests: this handle's own controller (see {@link StoreFaults} for
+   * which handles share one).
+   */
   readonly faults: StoreFaults
   readonly #native: NativeObjectStore
 

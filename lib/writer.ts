@@ -25,7 +25,7 @@ import {
   putOptionsOf,
   writerOptionsOf,
 } from './options.js'
-import { type Location, nativeStore } from './store.js'
+import { type Location, nativeStore, writerOpenedOn } from './store.js'
 import type {
   CostedWriteResult,
   MemTableStats,
@@ -38,6 +38,9 @@ import type {
   WriteStats,
 } from './types.js'
 import { yieldIfDue } from './yield.js'
+
+/** A writer garbage-collected without close or abort makes no more store calls either. */
+const unclosedWriters = new FinalizationRegistry<() => void>((ended) => ended())
 
 /** Flags of the binding's `put` (`writer.rs`): a putNoWait; report the WAL entry's cost. */
 const PUT_NO_WAIT = 1
@@ -77,11 +80,21 @@ export class ShardWriter {
   /** Where the binding writes where a put's rows went (see `put` in `writer.rs`). */
   readonly #out = new Float64Array(3)
   #subscribed = false
+  /** Ends this writer's count on its store (see `writerOpenedOn`); called once it has ended. */
+  readonly #ended: () => void
 
-  private constructor(native: NativeShardWriter) {
+  private constructor(native: NativeShardWriter, ended: () => void) {
     this.#native = native
     this.#durableWrite = native.durableWrite
+    this.#ended = ended
+    unclosedWriters.register(this, ended, this)
     callSync(() => native.relayDurable(settleDurable))
+  }
+
+  /** This writer has ended (closed, aborted, or either failed): it makes no more store calls. */
+  #end(): void {
+    unclosedWriters.unregister(this)
+    this.#ended()
   }
 
   /**
@@ -113,7 +126,7 @@ export class ShardWriter {
       // Nobody holds a writer claimed after the caller stopped waiting: release it.
       (late) => void late.abort().catch(() => undefined),
     )
-    return new ShardWriter(opened)
+    return new ShardWriter(opened, writerOpenedOn(store))
   }
 
   /**
@@ -485,7 +498,7 @@ export class ShardWriter {
    */
   async close(options?: CloseOptions): Promise<void> {
     const deadline = callDeadlineOf('close', options, true)
-    this.#closing ??= call(() => this.#native.close())
+    this.#closing ??= call(() => this.#native.close()).finally(() => this.#end())
     const closing = this.#closing
     return withDeadline('close', deadline, () => closing)
   }
@@ -499,7 +512,7 @@ export class ShardWriter {
    * so treat the puts that `abort` rejected as "maybe written", never as "not written".
    */
   async abort(): Promise<void> {
-    const aborted = call(() => this.#native.abort())
+    const aborted = call(() => this.#native.abort()).finally(() => this.#end())
     this.#closing ??= aborted
     return aborted
   }

@@ -1,8 +1,15 @@
-//! `NativeObjectStore`: a core [`memwal_core::Store`] plus its fault controller.
+//! `NativeObjectStore`: a core [`memwal_core::Store`] plus its fault controller, and
+//! `NativeStoreStall`, one armed [`Stall`] of that controller.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use memwal_core::store::call::{Actor, ObjectKind, StoreOp, When};
+use memwal_core::store::faults::{PauseHandle, Stall};
 use memwal_core::{ShardRef, Store};
+use napi::Status;
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
 use crate::error::{IntoNapi, invalid};
@@ -90,6 +97,80 @@ impl NativeObjectStore {
         self.inner.faults().wal_put_attempts() as f64
     }
 
+    /// Arms a stall of the next matching store call (names as `memwal_core::store::call`
+    /// spells them); `on_reached` is called once that call is held.
+    #[napi(catch_unwind)]
+    pub fn stall(
+        &self,
+        spec: NativeStallSpec,
+        on_reached: Function<(), ()>,
+    ) -> napi::Result<NativeStoreStall> {
+        let skip = match spec.skip {
+            None => 0,
+            Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9.007e15 => n as u64,
+            Some(n) => {
+                return Err(invalid(format!(
+                    "stall: skip must be a non-negative integer, got {n}"
+                )));
+            }
+        };
+        let when = spec.when.as_deref().map(When::parse).transpose().napi()?;
+        let mut stall = if when == Some(When::After) {
+            Stall::after()
+        } else {
+            Stall::before()
+        }
+        .skip(skip);
+        if let Some(a) = spec.actor.as_deref() {
+            stall = stall.actor(Actor::parse(a).napi()?);
+        }
+        if let Some(o) = spec.op.as_deref() {
+            stall = stall.op(StoreOp::parse(o).napi()?);
+        }
+        if let Some(k) = spec.object.as_deref() {
+            stall = stall.kind(ObjectKind::parse(k).napi()?);
+        }
+        let on_reached: ReachedCallback = on_reached
+            .build_threadsafe_function::<()>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        let handle = Arc::new(self.inner.faults().stall(stall));
+        let watched = handle.clone();
+        // Holds `watched` until the call is reached, so a StoreStall collected before then
+        // still holds its call (released once this handle and the StoreStall's are both gone);
+        // a stall never reached leaves this task pending, which keeps nothing else alive.
+        napi::bindgen_prelude::spawn(async move {
+            watched.reached().await;
+            // Fails only while the environment is torn down, when no one is left to tell.
+            let _ = on_reached.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        Ok(NativeStoreStall { handle })
+    }
+
+    /// Starts logging every store call through this store's fault controller (dropping any
+    /// earlier log).
+    #[napi(catch_unwind)]
+    pub fn record_calls(&self) {
+        self.inner.faults().record_calls();
+    }
+
+    /// The calls logged since `record_calls`, oldest first.
+    #[napi(catch_unwind)]
+    pub fn calls(&self) -> Vec<NativeStoreCall> {
+        self.inner
+            .faults()
+            .calls()
+            .into_iter()
+            .map(|c| NativeStoreCall {
+                actor: c.actor.name().to_string(),
+                op: c.op.name().to_string(),
+                object: c.kind.name().to_string(),
+                path: c.path,
+            })
+            .collect()
+    }
+
     /// Collects garbage in `shard` (a name or an id): see `memwal_core::gc`.
     #[napi(catch_unwind)]
     pub async fn collect_garbage(
@@ -139,4 +220,52 @@ pub struct NativeShardListing {
     pub shards: Vec<NativeListedShard>,
     /// Ids of shard folders with no manifest (a first open cut off before writing one).
     pub incomplete: Vec<String>,
+}
+
+/// Weak: a stall that is never reached must not keep the process alive (`lib/store.ts`'s
+/// `reached()` is then a promise that never settles, as a user awaiting it would expect).
+type ReachedCallback = ThreadsafeFunction<(), (), (), Status, false, true>;
+
+/// Which store call to stall; every field left out matches anything.
+#[napi(object, object_to_js = false)]
+pub struct NativeStallSpec {
+    /// An actor's name (`claim`, `put`, `commit`, …).
+    pub actor: Option<String>,
+    /// An operation's name (`get`, `create`, …).
+    pub op: Option<String>,
+    /// An object kind's name (`manifest`, `wal`, …).
+    pub object: Option<String>,
+    /// `before` (the default) or `after`.
+    pub when: Option<String>,
+    /// Matching calls to let through first.
+    pub skip: Option<f64>,
+}
+
+/// One armed stall: its call waits from when it is reached until `release` (or until this
+/// handle is garbage-collected).
+#[napi]
+pub struct NativeStoreStall {
+    handle: Arc<PauseHandle>,
+}
+
+#[napi]
+impl NativeStoreStall {
+    /// Lets the held call continue (or, if it was not reached yet, pass straight through).
+    #[napi(catch_unwind)]
+    pub fn release(&self) {
+        self.handle.release();
+    }
+}
+
+/// A store call, as recorded by `record_calls`.
+#[napi(object, object_from_js = false)]
+pub struct NativeStoreCall {
+    /// Who made it.
+    pub actor: String,
+    /// What it did.
+    pub op: String,
+    /// The kind of object it touched.
+    pub object: String,
+    /// The object's (or folder's) path.
+    pub path: String,
 }

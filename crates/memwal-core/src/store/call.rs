@@ -12,6 +12,7 @@
 use object_store::path::Path;
 
 use super::paths::{GENERATION_FILE_NAME, GENERATION_REQUEST_IDS_NAME};
+use crate::error::{Error, Result};
 
 /// Who issued a store call. Set by memwal around each kind of work; a call made outside every
 /// scope (a test's own, or a CLI helper's) is [`Actor::Other`].
@@ -54,6 +55,11 @@ impl Actor {
     /// Inverse of [`Actor::name`].
     pub fn from_name(name: &str) -> Option<Actor> {
         Actor::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// [`Actor::from_name`], or `InvalidArgument` naming every actor.
+    pub fn parse(name: &str) -> Result<Actor> {
+        Actor::from_name(name).ok_or_else(|| unknown("actor", name, Actor::ALL.map(Actor::name)))
     }
 
     /// Every actor.
@@ -107,19 +113,25 @@ impl StoreOp {
 
     /// Inverse of [`StoreOp::name`].
     pub fn from_name(name: &str) -> Option<StoreOp> {
-        [
-            StoreOp::Get,
-            StoreOp::Head,
-            StoreOp::List,
-            StoreOp::Create,
-            StoreOp::Stage,
-            StoreOp::Overwrite,
-            StoreOp::Delete,
-            StoreOp::Sync,
-        ]
-        .into_iter()
-        .find(|o| o.name() == name)
+        StoreOp::ALL.into_iter().find(|o| o.name() == name)
     }
+
+    /// [`StoreOp::from_name`], or `InvalidArgument` naming every operation.
+    pub fn parse(name: &str) -> Result<StoreOp> {
+        StoreOp::from_name(name).ok_or_else(|| unknown("op", name, StoreOp::ALL.map(StoreOp::name)))
+    }
+
+    /// Every operation.
+    pub const ALL: [StoreOp; 8] = [
+        StoreOp::Get,
+        StoreOp::Head,
+        StoreOp::List,
+        StoreOp::Create,
+        StoreOp::Stage,
+        StoreOp::Overwrite,
+        StoreOp::Delete,
+        StoreOp::Sync,
+    ];
 }
 
 /// The kind of object a store call touches, told from its path.
@@ -177,17 +189,25 @@ impl ObjectKind {
 
     /// Inverse of [`ObjectKind::name`].
     pub fn from_name(name: &str) -> Option<ObjectKind> {
-        [
-            ObjectKind::Manifest,
-            ObjectKind::VersionHint,
-            ObjectKind::WalEntry,
-            ObjectKind::Generation,
-            ObjectKind::RequestIds,
-            ObjectKind::Other,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        ObjectKind::ALL.into_iter().find(|k| k.name() == name)
     }
+
+    /// [`ObjectKind::from_name`], or `InvalidArgument` naming every kind (JavaScript calls a
+    /// kind `object`).
+    pub fn parse(name: &str) -> Result<ObjectKind> {
+        ObjectKind::from_name(name)
+            .ok_or_else(|| unknown("object", name, ObjectKind::ALL.map(ObjectKind::name)))
+    }
+
+    /// Every kind.
+    pub const ALL: [ObjectKind; 6] = [
+        ObjectKind::Manifest,
+        ObjectKind::VersionHint,
+        ObjectKind::WalEntry,
+        ObjectKind::Generation,
+        ObjectKind::RequestIds,
+        ObjectKind::Other,
+    ];
 }
 
 /// Whether a stall holds a call before it reaches the store, or after the store answered and
@@ -198,6 +218,33 @@ pub enum When {
     Before,
     /// After the store answered, before the caller sees it.
     After,
+}
+
+impl When {
+    /// Its name, as JavaScript's `StoreFaults.stall` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            When::Before => "before",
+            When::After => "after",
+        }
+    }
+
+    /// [`When::name`]'s inverse, or `InvalidArgument` naming both.
+    pub fn parse(name: &str) -> Result<When> {
+        [When::Before, When::After]
+            .into_iter()
+            .find(|w| w.name() == name)
+            .ok_or_else(|| unknown("when", name, [When::Before, When::After].map(When::name)))
+    }
+}
+
+/// The error for a name that is none of `allowed`: JavaScript passes names as strings, and a
+/// typo would otherwise arm a stall that never matches and hang the test at `reached()`.
+fn unknown<const N: usize>(what: &str, name: &str, allowed: [&str; N]) -> Error {
+    Error::invalid(format!(
+        "stall: {what} must be one of {}; got {name:?}",
+        allowed.map(|a| format!("'{a}'")).join(", ")
+    ))
 }
 
 /// One store call, as recorded by `faults::Faults::record_calls`.
@@ -278,5 +325,27 @@ mod tests {
             assert_eq!(ObjectKind::from_name(k).unwrap().name(), k);
         }
         assert_eq!(Actor::from_name("nobody"), None);
+        for w in ["before", "after"] {
+            assert_eq!(When::parse(w).unwrap().name(), w);
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_refused_naming_the_allowed_ones() {
+        let e = Actor::parse("writer").unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument);
+        assert_eq!(
+            e.to_string(),
+            "stall: actor must be one of 'claim', 'put', 'commit', 'compaction', 'gc', 'reader', 'tailer', 'other'; got \"writer\""
+        );
+        let e = StoreOp::parse("put").unwrap_err().to_string();
+        assert!(e.contains("op must be one of 'get', 'head', 'list', 'create', 'stage', 'overwrite', 'delete', 'sync'"), "{e}");
+        let e = ObjectKind::parse("wal-entry").unwrap_err().to_string();
+        assert!(e.contains("object must be one of 'manifest', 'version-hint', 'wal', 'generation', 'request-ids', 'other'"), "{e}");
+        let e = When::parse("during").unwrap_err().to_string();
+        assert!(
+            e.contains("when must be one of 'before', 'after'; got \"during\""),
+            "{e}"
+        );
     }
 }
