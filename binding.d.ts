@@ -39,6 +39,13 @@ export declare class NativeObjectStore {
    */
   stall(spec: NativeStallSpec, onReached: () => void): NativeStoreStall
   /**
+   * Fails the next `times` matching store calls with a transient injected error (before
+   * the store: nothing happened; after: it did, and its answer is lost).
+   */
+  fail(spec: NativeStallSpec, times: number): void
+  /** Delays the next `times` matching store calls by `ms` milliseconds each. */
+  delay(spec: NativeStallSpec, ms: number, times: number): void
+  /**
    * Starts logging every store call through this store's fault controller (dropping any
    * earlier log).
    */

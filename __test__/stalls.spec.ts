@@ -11,6 +11,7 @@ import test, { type ExecutionContext } from 'ava'
 import {
   FencedError,
   InvalidArgumentError,
+  IoError,
   ObjectStore,
   ShardReader,
   ShardWriter,
@@ -182,4 +183,51 @@ test('an awaited stall holds the process open while a writer may still make its 
   t.is(run.stderr, '')
   t.is(run.stdout, 'reached\nreleased and closed\n')
   t.is(run.code, 0)
+})
+
+test('fail() fails the next matching calls of any actor: a generation flush retries, a reader gets IoError once', async (t) => {
+  const dir = tempDir(t)
+  const store = ObjectStore.local(dir)
+  const writer = await ShardWriter.open(store, { schema, gc: false })
+  await writer.put(rows([1, 2]))
+  store.faults.fail({ actor: 'commit', op: 'create', object: 'generation' }, 2)
+  await writer.forceSealActive()
+  await writer.waitForFlushDrain()
+  t.is((await writer.manifest())?.flushedGenerations.length, 1)
+  await writer.close()
+
+  const readerStore = ObjectStore.local(dir)
+  const reader = await ShardReader.open(readerStore)
+  readerStore.faults.fail({ actor: 'reader', op: 'get', object: 'generation', when: 'after' })
+  const e = await t.throwsAsync(reader.scan(), { instanceOf: IoError })
+  t.regex(String(e?.cause ?? e?.message), /injected failure|data\.parquet/)
+  t.deepEqual(ids(await reader.scan()), [1, 2])
+})
+
+test('delay() holds only the matching calls, and recover() disarms failures and delays not yet used', async (t) => {
+  const dir = tempDir(t)
+  const store = ObjectStore.local(dir)
+  const writer = await ShardWriter.open(store, { schema, gc: false })
+  store.faults.recordCalls()
+  store.faults.delay({ actor: 'put', object: 'wal', op: 'create' }, 50)
+  await writer.put(rows([1]))
+  t.true(store.faults.calls().some((c) => c.actor === 'put' && c.op === 'create' && c.object === 'wal'))
+  store.faults.fail({ actor: 'put' }, 1000)
+  store.faults.recover()
+  await writer.put(rows([2]))
+  await writer.close()
+  const reader = await ShardReader.open(dir)
+  t.deepEqual(ids(await reader.scan()), [1, 2])
+})
+
+test('fail() and delay() reject bad counts naming them', (t) => {
+  const store = ObjectStore.memory()
+  for (const [f, message] of [
+    [() => store.faults.fail({}, -1), /fail: times must be a non-negative integer, got number -1/],
+    [() => store.faults.fail({ actor: 'nobody' as never }), /nobody/],
+    [() => store.faults.delay({}, 1.5), /delay: ms must be a non-negative integer, got number 1\.5/],
+    [() => store.faults.delay({ op: 'create' }, 10, Number.NaN), /delay: times must be a non-negative integer/],
+  ] as const) {
+    t.throws(f, { instanceOf: InvalidArgumentError, message })
+  }
 })

@@ -252,7 +252,11 @@ export class StoreFaults {
     callSync(() => this.#native.setLostAck(on))
   }
 
-  /** Switches every fault off. */
+  /**
+   * Switches every fault off: WAL put failures, lost acknowledgements, and the failures and
+   * delays armed by {@link StoreFaults.fail} and {@link StoreFaults.delay} not yet used. Armed
+   * stalls stay until released.
+   */
   recover(): void {
     callSync(() => this.#native.recover())
   }
@@ -299,30 +303,54 @@ export class StoreFaults {
    * ```
    */
   stall(options: StallOptions = {}): StoreStall {
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      throw new InvalidArgumentError(`stall(options) expects an object, got ${describeValue(options)}`)
-    }
-    for (const key of Object.keys(options)) {
-      if (!(STALL_OPTIONS as readonly string[]).includes(key)) {
-        throw new InvalidArgumentError(
-          `stall(options): unknown option ${truncate(JSON.stringify(key))}; the options are ${STALL_OPTIONS.join(', ')}`,
-        )
-      }
-    }
-    for (const key of ['actor', 'op', 'object', 'when'] as const) {
-      const v = options[key]
-      if (v !== undefined && typeof v !== 'string') {
-        throw new InvalidArgumentError(`stall: ${key} must be a string, got ${describeValue(v)}`)
-      }
-    }
-    if (options.skip !== undefined && typeof options.skip !== 'number') {
-      throw new InvalidArgumentError(`stall: skip must be a non-negative integer, got ${describeValue(options.skip)}`)
-    }
+    const spec = stallSpec('stall', options)
     let onReached!: () => void
     const reached = new Promise<void>((resolve) => (onReached = resolve))
-    const { actor, op, object, when, skip } = options
-    const native = callSync(() => this.#native.stall({ actor, op, object, when, skip }, () => onReached()))
+    const native = callSync(() => this.#native.stall(spec, () => onReached()))
     return new StoreStall(native, reached, this.#native)
+  }
+
+  /**
+   * Fails the next `times` store calls that match `options` (any actor, operation and object:
+   * a generation flush, a manifest commit, a reader's read, not only WAL puts) with a transient
+   * error whose message says `injected failure`. With `when: 'before'` (the default) the call
+   * never reaches the store; with `'after'` it does, and its answer is lost (the ambiguous
+   * "applied, response lost" case). memwal treats it as it treats the same failure from a real
+   * store: a WAL append, a generation flush and a manifest commit are retried; a read rejects
+   * with `IoError`. {@link StoreFaults.recover} disarms what is left.
+   *
+   * @param options - which calls, as {@link StoreFaults.stall} takes them
+   * @param times - how many matching calls fail (after `options.skip` let through)
+   * @defaultValue times: 1
+   * @throws {InvalidArgumentError} for an unknown name or option, or a `times` that is not a
+   * non-negative integer
+   *
+   * @example
+   * ```ts
+   * // The next generation flush's Parquet file fails twice to be created; the flush retries.
+   * store.faults.fail({ actor: 'commit', op: 'create', object: 'generation' }, 2)
+   * ```
+   */
+  fail(options: StallOptions = {}, times = 1): void {
+    const spec = stallSpec('fail', options)
+    callSync(() => this.#native.fail(spec, count('fail', 'times', times)))
+  }
+
+  /**
+   * Delays the next `times` store calls that match `options` by `ms` milliseconds each: a slow
+   * store for one kind of call (manifest commits, a reader's gets) without slowing the others.
+   * {@link StoreFaults.recover} disarms what is left.
+   *
+   * @param options - which calls, as {@link StoreFaults.stall} takes them
+   * @param ms - how long each waits, in milliseconds
+   * @param times - how many matching calls wait
+   * @defaultValue times: 1
+   * @throws {InvalidArgumentError} for an unknown name or option, or an `ms` or `times` that is
+   * not a non-negative integer
+   */
+  delay(options: StallOptions, ms: number, times = 1): void {
+    const spec = stallSpec('delay', options)
+    callSync(() => this.#native.delay(spec, count('delay', 'ms', ms), count('delay', 'times', times)))
   }
 
   /**
@@ -338,6 +366,37 @@ export class StoreFaults {
   calls(): StoreCall[] {
     return callSync(() => this.#native.calls()) as StoreCall[]
   }
+}
+
+/** `options` of `what` (`stall`, `fail`, `delay`) checked and ready for the binding. */
+function stallSpec(what: string, options: StallOptions): StallOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what}(options) expects an object, got ${describeValue(options)}`)
+  }
+  for (const key of Object.keys(options)) {
+    if (!(STALL_OPTIONS as readonly string[]).includes(key)) {
+      throw new InvalidArgumentError(
+        `${what}(options): unknown option ${truncate(JSON.stringify(key))}; the options are ${STALL_OPTIONS.join(', ')}`,
+      )
+    }
+  }
+  for (const key of ['actor', 'op', 'object', 'when'] as const) {
+    const v = options[key]
+    if (v !== undefined && typeof v !== 'string') {
+      throw new InvalidArgumentError(`${what}: ${key} must be a string, got ${describeValue(v)}`)
+    }
+  }
+  if (options.skip !== undefined) count(what, 'skip', options.skip)
+  const { actor, op, object, when, skip } = options
+  return { actor, op, object, when, skip }
+}
+
+/** `n` if it is a non-negative integer, else an `InvalidArgumentError` naming `what`'s `name`. */
+function count(what: string, name: string, n: unknown): number {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+    throw new InvalidArgumentError(`${what}: ${name} must be a non-negative integer, got ${describeValue(n)}`)
+  }
+  return n
 }
 
 /**

@@ -105,31 +105,7 @@ impl NativeObjectStore {
         spec: NativeStallSpec,
         on_reached: Function<(), ()>,
     ) -> napi::Result<NativeStoreStall> {
-        let skip = match spec.skip {
-            None => 0,
-            Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9.007e15 => n as u64,
-            Some(n) => {
-                return Err(invalid(format!(
-                    "stall: skip must be a non-negative integer, got {n}"
-                )));
-            }
-        };
-        let when = spec.when.as_deref().map(When::parse).transpose().napi()?;
-        let mut stall = if when == Some(When::After) {
-            Stall::after()
-        } else {
-            Stall::before()
-        }
-        .skip(skip);
-        if let Some(a) = spec.actor.as_deref() {
-            stall = stall.actor(Actor::parse(a).napi()?);
-        }
-        if let Some(o) = spec.op.as_deref() {
-            stall = stall.op(StoreOp::parse(o).napi()?);
-        }
-        if let Some(k) = spec.object.as_deref() {
-            stall = stall.kind(ObjectKind::parse(k).napi()?);
-        }
+        let stall = matcher("stall", &spec)?;
         let on_reached: ReachedCallback = on_reached
             .build_threadsafe_function::<()>()
             .callee_handled::<false>()
@@ -146,6 +122,27 @@ impl NativeObjectStore {
             let _ = on_reached.call((), ThreadsafeFunctionCallMode::NonBlocking);
         });
         Ok(NativeStoreStall { handle })
+    }
+
+    /// Fails the next `times` matching store calls with a transient injected error (before
+    /// the store: nothing happened; after: it did, and its answer is lost).
+    #[napi(catch_unwind)]
+    pub fn fail(&self, spec: NativeStallSpec, times: f64) -> napi::Result<()> {
+        let at = matcher("fail", &spec)?;
+        self.inner.faults().fail(at, count("fail", "times", times)?);
+        Ok(())
+    }
+
+    /// Delays the next `times` matching store calls by `ms` milliseconds each.
+    #[napi(catch_unwind)]
+    pub fn delay(&self, spec: NativeStallSpec, ms: f64, times: f64) -> napi::Result<()> {
+        let at = matcher("delay", &spec)?;
+        let ms = count("delay", "ms", ms)?;
+        let times = count("delay", "times", times)?;
+        self.inner
+            .faults()
+            .delay(at, std::time::Duration::from_millis(ms), times);
+        Ok(())
     }
 
     /// Starts logging every store call through this store's fault controller (dropping any
@@ -239,6 +236,39 @@ pub struct NativeStallSpec {
     pub when: Option<String>,
     /// Matching calls to let through first.
     pub skip: Option<f64>,
+}
+
+/// The calls `spec` matches, for `what` (`stall`, `fail`, `delay`), with its names checked.
+fn matcher(what: &str, spec: &NativeStallSpec) -> napi::Result<Stall> {
+    let skip = count(what, "skip", spec.skip.unwrap_or(0.0))?;
+    let when = spec.when.as_deref().map(When::parse).transpose().napi()?;
+    let mut at = if when == Some(When::After) {
+        Stall::after()
+    } else {
+        Stall::before()
+    }
+    .skip(skip);
+    if let Some(a) = spec.actor.as_deref() {
+        at = at.actor(Actor::parse(a).napi()?);
+    }
+    if let Some(o) = spec.op.as_deref() {
+        at = at.op(StoreOp::parse(o).napi()?);
+    }
+    if let Some(k) = spec.object.as_deref() {
+        at = at.kind(ObjectKind::parse(k).napi()?);
+    }
+    Ok(at)
+}
+
+/// `n` as a count (a non-negative integer), or `INVALID_ARGUMENT` naming `what`'s `name`.
+fn count(what: &str, name: &str, n: f64) -> napi::Result<u64> {
+    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9.007e15 {
+        Ok(n as u64)
+    } else {
+        Err(invalid(format!(
+            "{what}: {name} must be a non-negative integer, got {n}"
+        )))
+    }
 }
 
 /// One armed stall: its call waits from when it is reached until `release` (or until this
