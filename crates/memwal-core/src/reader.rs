@@ -151,8 +151,8 @@ pub struct ListedShard {
 pub struct ShardListing {
     /// Shards with a manifest, by id.
     pub shards: Vec<ListedShard>,
-    /// Shard folders with no manifest, by id: a first open cut off before it wrote one. They
-    /// hold nothing acknowledged; readers skip them.
+    /// Shard folders with no manifest and no WAL entry or generation either, by id: a first
+    /// open cut off before it wrote one. They hold nothing acknowledged; readers skip them.
     pub incomplete: Vec<Uuid>,
 }
 
@@ -164,7 +164,9 @@ pub async fn list_shards(store: &Store) -> Result<ShardListing> {
     let found: Vec<Result<(Uuid, Option<Option<String>>)>> = futures::stream::iter(ids)
         .map(|id| async move {
             let manifests = ManifestStore::new(store.clone(), store.shard_paths(id));
-            match manifests.read_latest().await {
+            // A folder without a manifest is incomplete only if it holds nothing else; one that
+            // lost its manifest is a shard, whose open says what is wrong.
+            match manifests.read_latest_of_existing().await {
                 Ok(Some(m)) => Ok((id, Some(m.shard_name))),
                 Ok(None) => Ok((id, None)),
                 Err(e) if e.code() == ErrorCode::Corrupt => Ok((id, Some(None))),
@@ -203,13 +205,18 @@ pub struct ScanResult {
 }
 
 impl ShardReader {
-    /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`. Fails if it has no manifest.
+    /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the shard has no manifest and nothing else either; `Corrupt`
+    /// naming the manifest folder if it has WAL entries or generation folders but no manifest
+    /// (see [`ManifestStore::read_latest_of_existing`]).
     pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
         let shard = shard.into();
         let store = store.acting_as(Actor::Reader);
         let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
-        let Some(manifest) = manifests.read_latest().await? else {
+        let Some(manifest) = manifests.read_latest_of_existing().await? else {
             return Err(shard.not_found_at(store.location()));
         };
         Ok(ShardReader {

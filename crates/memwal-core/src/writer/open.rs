@@ -193,7 +193,7 @@ pub(crate) async fn open(
     // predecessor appends in order, so it cannot pass a slot it has not reached). Nothing is
     // visible until the sentinel is written, and a claim that ends at another epoch restages
     // (or fails, if a peer claimed).
-    let latest = manifests.read_latest().await?;
+    let latest = manifests.read_latest_of_existing().await?;
     let hint = latest.as_ref().map_or(0, |m| {
         m.wal_entry_position_last_seen
             .max(m.replay_after_wal_entry_position)
