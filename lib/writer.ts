@@ -96,7 +96,9 @@ export class ShardWriter {
    * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative), a
    * bad storage option or missing credentials, or an object store without conditional writes
    * (put-if-not-exists), which cannot fence a stale writer
-   * @throws {SchemaMismatchError} if the shard was written with another schema
+   * @throws {SchemaMismatchError} if the shard was written with another schema (nothing is
+   * written; a manifest written by Lance records none, and then the WAL or the newest
+   * generation says which)
    * @throws {FencedError} if another writer claimed the shard at the same time
    * @throws {CorruptError} if a manifest or WAL entry cannot be decoded, or if the shard has
    * WAL entries or generations but no manifest (nothing is written; restore the manifest folder)

@@ -47,26 +47,55 @@ pub(crate) async fn read_generation(
 ) -> Result<Vec<RecordBatch>> {
     read_generation_if_present(store, paths, generation, schema)
         .await?
-        .ok_or_else(|| {
+        .ok_or_else(|| generation_missing(paths, generation))
+}
+
+/// The `Corrupt` error for a generation the manifest lists whose file is missing.
+fn generation_missing(paths: &ShardPaths, generation: &FlushedGeneration) -> Error {
+    Error::corrupt(
+        paths.generation_file(&generation.path).as_ref(),
+        format!(
+            "generation {} is listed in the manifest but its file is missing",
+            generation.generation
+        ),
+        None,
+    )
+}
+
+/// The Arrow schema of one flushed generation's file (read whole: only an open of a shard
+/// whose manifest records no schema asks, once).
+///
+/// # Errors
+/// `Corrupt` if the file is missing or is not a Parquet file.
+pub(crate) async fn generation_schema(
+    store: &Store,
+    paths: &ShardPaths,
+    generation: &FlushedGeneration,
+) -> Result<SchemaRef> {
+    let bytes = generation_bytes_if_present(store, paths, generation)
+        .await?
+        .ok_or_else(|| generation_missing(paths, generation))?;
+    ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map(|b| b.schema().clone())
+        .map_err(|e| {
             Error::corrupt(
                 paths.generation_file(&generation.path).as_ref(),
                 format!(
-                    "generation {} is listed in the manifest but its file is missing",
+                    "generation {} is not a readable Parquet file",
                     generation.generation
                 ),
-                None,
+                Some(Arc::new(e)),
             )
         })
 }
 
-/// [`read_generation`], `None` if the file is missing: for a reader holding a manifest that
-/// may be old, whose generation compaction replaced and collection then removed.
-async fn read_generation_if_present(
+/// The bytes of one flushed generation's file, checked against the manifest's checksum;
+/// `None` if the file is missing.
+async fn generation_bytes_if_present(
     store: &Store,
     paths: &ShardPaths,
     generation: &FlushedGeneration,
-    schema: Option<&SchemaRef>,
-) -> Result<Option<Vec<RecordBatch>>> {
+) -> Result<Option<bytes::Bytes>> {
     let path = paths.generation_file(&generation.path);
     let Some(bytes) = store
         .get(&path)
@@ -88,6 +117,21 @@ async fn read_generation_if_present(
             ));
         }
     }
+    Ok(Some(bytes))
+}
+
+/// [`read_generation`], `None` if the file is missing: for a reader holding a manifest that
+/// may be old, whose generation compaction replaced and collection then removed.
+async fn read_generation_if_present(
+    store: &Store,
+    paths: &ShardPaths,
+    generation: &FlushedGeneration,
+    schema: Option<&SchemaRef>,
+) -> Result<Option<Vec<RecordBatch>>> {
+    let path = paths.generation_file(&generation.path);
+    let Some(bytes) = generation_bytes_if_present(store, paths, generation).await? else {
+        return Ok(None);
+    };
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::corrupt(
             path.as_ref(),

@@ -70,7 +70,9 @@ impl ShardWriter {
     ///
     /// # Errors
     /// - `InvalidArgument`: an invalid config value or an empty schema.
-    /// - `SchemaMismatch`: the shard was written with another schema.
+    /// - `SchemaMismatch`: the shard was written with another schema (as its manifest records
+    ///   it, or, in a manifest that records none, as its WAL entries or newest generation
+    ///   hold it); nothing is written.
     /// - `Fenced(PeerClaimedEpoch)`: another writer claimed the shard concurrently.
     /// - `Corrupt`: a manifest or WAL entry cannot be decoded (the message names it), or the
     ///   shard has WAL entries or generations but no manifest (nothing is written).

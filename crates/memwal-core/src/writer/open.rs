@@ -24,7 +24,8 @@ use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
 use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
-use crate::manifest::{ManifestStore, ShardManifest};
+use crate::manifest::{ManifestStore, ShardManifest, check_same_schema};
+use crate::reader::generation_schema;
 use crate::request_id::{PutRecord, decode_records};
 use crate::stats::{OpenStats, Operation, StatsRecorder, WalEntryCost};
 use crate::store::ShardPaths;
@@ -159,6 +160,33 @@ async fn make_replayed_entries_durable(
     })
 }
 
+/// The schema of a shard whose latest manifest `m` records none (one written by another
+/// implementation: Lance, rewriting the manifest when it takes a shard over, keeps none of
+/// memwal's fields): that of the first WAL entry after the replay cursor that holds rows, else
+/// that of the newest flushed generation's file; `None` if the shard has neither.
+///
+/// The claim records the schema it is given when the manifest has none, so that schema must be
+/// checked before: a wrong one recorded there would refuse every later open with the right
+/// one, while the shard's rows do not fit it (replay fails on the first entry, a scan on the
+/// first generation).
+async fn schema_of_unrecorded(
+    store: &Store,
+    paths: &ShardPaths,
+    m: &ShardManifest,
+) -> Result<Option<SchemaRef>> {
+    let mut position = m.replay_after_wal_entry_position + 1;
+    while let Some(entry) = wal::read_entry(store, paths, position).await? {
+        if !entry.is_sentinel {
+            return Ok(Some(entry.schema));
+        }
+        position += 1;
+    }
+    match m.flushed_generations.last() {
+        Some(g) => generation_schema(store, paths, g).await.map(Some),
+        None => Ok(None),
+    }
+}
+
 /// See [`crate::ShardWriter::open`].
 pub(crate) async fn open(
     store: Store,
@@ -194,6 +222,12 @@ pub(crate) async fn open(
     // visible until the sentinel is written, and a claim that ends at another epoch restages
     // (or fails, if a peer claimed).
     let latest = manifests.read_latest_of_existing().await?;
+    if let Some(m) = &latest
+        && m.arrow_schema.is_none()
+        && let Some(stored) = schema_of_unrecorded(&store, &paths, m).await?
+    {
+        check_same_schema(shard_id, &stored, &schema)?;
+    }
     let hint = latest.as_ref().map_or(0, |m| {
         m.wal_entry_position_last_seen
             .max(m.replay_after_wal_entry_position)
