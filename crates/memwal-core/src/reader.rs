@@ -435,10 +435,11 @@ impl ShardReader {
         position: u64,
     ) -> Result<Option<ShardManifest>> {
         let latest = self.manifest().await?;
-        Ok(
-            (latest.version != manifest.version && position <= latest.wal_low_water)
-                .then_some(latest),
-        )
+        if latest.version == manifest.version {
+            return Ok(None);
+        }
+        let low_water = wal::low_water(&self.store, &self.paths, &latest).await?;
+        Ok((position <= low_water).then_some(latest))
     }
 }
 
@@ -476,19 +477,27 @@ impl WalTailer {
         })
     }
 
-    /// The manifest's WAL position hint and low-water mark, `(0, 0)` for a shard with no
-    /// manifest yet. The manifest is only a hint here: a damaged one must not stop a tailer
-    /// from finding the tip (it then probes from the start).
-    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
+    /// The latest manifest, `None` for a shard with no manifest yet. The manifest is only a
+    /// hint here: a damaged one must not stop a tailer from finding the tip (it then probes
+    /// from the start), so it counts as none.
+    async fn latest(&self) -> Result<Option<ShardManifest>> {
         match self.manifests.read_latest().await {
-            Ok(Some(m)) => Ok((
+            Ok(m) => Ok(m),
+            Err(e) if e.code() == ErrorCode::Corrupt => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The manifest's WAL position hint and the WAL low-water mark ([`wal::low_water`]),
+    /// `(0, 0)` for a shard with no (readable) manifest.
+    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
+        match self.latest().await? {
+            Some(m) => Ok((
                 m.wal_entry_position_last_seen
                     .max(m.replay_after_wal_entry_position),
-                m.wal_low_water,
+                wal::low_water(&self.store, &self.paths, &m).await?,
             )),
-            Ok(None) => Ok((0, 0)),
-            Err(e) if e.code() == ErrorCode::Corrupt => Ok((0, 0)),
-            Err(e) => Err(e),
+            None => Ok((0, 0)),
         }
     }
 
@@ -544,10 +553,15 @@ impl WalTailer {
             return Ok(Some(entry));
         }
         // The mark is read after the slot was found empty: a collection that emptied it had
-        // committed the mark first.
-        let (_, low_water) = self.hint_and_low_water().await?;
-        if position <= low_water {
-            return Err(Error::truncated(self.paths.shard_id(), position, low_water));
+        // committed the mark first. Only a slot at or below the replay cursor can be below the
+        // mark, so only such a slot may cost a listing of the WAL (see `wal::low_water`).
+        if let Some(m) = self.latest().await?
+            && position <= m.replay_after_wal_entry_position.max(m.wal_low_water)
+        {
+            let low_water = wal::low_water(&self.store, &self.paths, &m).await?;
+            if position <= low_water {
+                return Err(Error::truncated(self.paths.shard_id(), position, low_water));
+            }
         }
         match wal::hole_at(&self.store, &self.paths, position).await? {
             Some(gap) => Err(gap.error(&self.paths)),

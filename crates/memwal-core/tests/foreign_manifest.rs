@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use memwal_core::gc::{self, GcOptions};
 use memwal_core::manifest::ShardManifest;
 use memwal_core::store::CreateOutcome;
 use memwal_core::{ErrorCode, ShardWriter, WriterConfig};
@@ -128,6 +129,114 @@ async fn a_wrong_schema_is_refused_before_anything_is_written_when_the_manifest_
                 "{}",
                 backend.name
             );
+        }
+    }
+}
+
+/// WAL entries 1..=3 written and flushed, then collected; a writer of the next epoch left its
+/// sentinel at 4 and entries 5 and 6 (crashed); then the manifest was rewritten without the
+/// low-water mark. Returns the backend and the shard.
+async fn collected_then_rewritten() -> Vec<(Backend, Shard)> {
+    let mut out = Vec::new();
+    for (backend, shard) in each_backend() {
+        shard.close_after(manual_gc(), batch_per_id(0..3)).await;
+        assert_eq!(shard.manifest().await.wal_low_water, 3);
+        gc::collect(&shard.store, shard.id, &GcOptions::default())
+            .await
+            .unwrap();
+        shard.crash_after(manual_gc(), batch_per_id(3..5)).await;
+        assert_eq!(rewrite_as_lance(&shard).await.wal_low_water, 0);
+        out.push((backend, shard));
+    }
+    out
+}
+
+#[tokio::test]
+async fn collected_entries_stay_truncated_after_the_manifest_loses_its_low_water_mark() {
+    for (backend, shard) in collected_then_rewritten().await {
+        let t = shard.tailer().await;
+        for p in 1..=3 {
+            let e = t.read(p).await.unwrap_err();
+            assert_error(&e, ErrorCode::Truncated, "removed by garbage collection");
+            assert_eq!(e.first_available(), Some(4), "{}", backend.name);
+        }
+        assert_eq!(t.first_position().await.unwrap(), 4, "{}", backend.name);
+        t.verify().await.unwrap();
+        assert_eq!(t.next_position().await.unwrap(), 7, "{}", backend.name);
+        assert!(t.read(4).await.unwrap().unwrap().is_sentinel);
+        assert_eq!(t.read(7).await.unwrap().map(|e| e.position), None);
+        shard.assert_recovered(0..5).await;
+    }
+}
+
+/// A hole above the replay cursor is damage, whatever the manifest lacks.
+#[tokio::test]
+async fn a_hole_above_the_cursor_is_still_corrupt_after_the_manifest_loses_its_mark() {
+    for (backend, shard) in collected_then_rewritten().await {
+        let hole = shard.store.shard_paths(shard.id).wal_entry(5);
+        backend.take(&hole).await;
+        let t = shard.tailer().await;
+        assert_error(
+            &t.read(5).await.unwrap_err(),
+            ErrorCode::Corrupt,
+            hole.as_ref(),
+        );
+        assert_error(
+            &t.verify().await.unwrap_err(),
+            ErrorCode::Corrupt,
+            hole.as_ref(),
+        );
+        let e = shard.try_open(manual_gc()).await.err().unwrap();
+        assert_error(&e, ErrorCode::Corrupt, hole.as_ref());
+    }
+}
+
+/// Garbage collection keeps a fence sentinel and the entry before it below the mark; they do
+/// not make the entries between them and the cursor look like holes.
+#[tokio::test]
+async fn entries_kept_to_fence_below_the_mark_do_not_lower_it() {
+    for (backend, shard) in each_backend() {
+        // Epoch 1: entries 1-2 (crashed). Epoch 2: sentinel 3, entries 4-5, flushed at close.
+        shard.crash_after(manual_gc(), batch_per_id(0..2)).await;
+        shard.close_after(manual_gc(), batch_per_id(2..4)).await;
+        gc::collect(&shard.store, shard.id, &GcOptions::default())
+            .await
+            .unwrap();
+        rewrite_as_lance(&shard).await;
+        let t = shard.tailer().await;
+        assert!(t.read(3).await.unwrap().unwrap().is_sentinel);
+        let e = t.read(4).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Truncated, "{}: {e}", backend.name);
+        assert_eq!(e.first_available(), Some(6), "{}", backend.name);
+        assert_eq!(t.first_position().await.unwrap(), 6, "{}", backend.name);
+        t.verify().await.unwrap();
+        assert_eq!(t.next_position().await.unwrap(), 6, "{}", backend.name);
+    }
+}
+
+/// With every entry collected, the tip is above the cursor: a writer puts its fence sentinel
+/// there, where its predecessor would append next, never in a collected slot below.
+#[tokio::test]
+async fn a_writer_fences_above_the_cursor_when_every_entry_was_collected() {
+    for (backend, shard) in each_backend() {
+        shard.close_after(manual_gc(), batch_per_id(0..3)).await;
+        gc::collect(&shard.store, shard.id, &GcOptions::default())
+            .await
+            .unwrap();
+        rewrite_as_lance(&shard).await;
+        assert_eq!(shard.tailer().await.next_position().await.unwrap(), 4);
+        let w = shard.open(manual_gc()).await;
+        assert_eq!(
+            w.wal_stats().fence_sentinel_position,
+            Some(4),
+            "{}",
+            backend.name
+        );
+        w.put(vec![batch([3])]).await.unwrap();
+        shard.close_and_assert_recovered(w, 0..4).await;
+        let paths = shard.store.shard_paths(shard.id);
+        for p in 1..=3 {
+            assert_eq!(backend.raw_get(&paths.wal_entry(p)).await, None);
         }
     }
 }

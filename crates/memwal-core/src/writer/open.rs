@@ -236,7 +236,13 @@ pub(crate) async fn open(
     let cursor = latest
         .as_ref()
         .map_or(0, |m| m.replay_after_wal_entry_position);
-    let low_water = latest.as_ref().map_or(0, |m| m.wal_low_water);
+    let low_water = match &latest {
+        Some(m) => wal::low_water(&store, &paths, m).await?,
+        None => 0,
+    };
+    let read_as = latest
+        .as_ref()
+        .map(|m| (m.wal_low_water, m.replay_after_wal_entry_position));
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
@@ -260,9 +266,20 @@ pub(crate) async fn open(
         return Err(gap.error(&paths));
     }
     // Garbage collection may have removed entries up to the claimed version's low-water mark
-    // while the tip was searched from an older manifest; a tip found there is no tip.
-    let tip = if tip <= manifest.wal_low_water {
-        wal::discover_tip(&store, &paths, 0, manifest.wal_low_water).await?
+    // while the tip was searched from an older manifest; a tip found there is no tip. The
+    // claimed version carries the mark and cursor it was built from, so unless the claim raced
+    // to a newer one, the mark found before it holds (and costs no second listing).
+    let claimed_low_water = if read_as
+        == Some((
+            manifest.wal_low_water,
+            manifest.replay_after_wal_entry_position,
+        )) {
+        low_water
+    } else {
+        wal::low_water(&store, &paths, &manifest).await?
+    };
+    let tip = if tip <= claimed_low_water {
+        wal::discover_tip(&store, &paths, 0, claimed_low_water).await?
     } else {
         tip
     };
