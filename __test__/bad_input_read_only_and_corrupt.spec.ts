@@ -1,5 +1,6 @@
 // A store on disk that turns hostile: read-only directories (a writer cannot open, or its WAL
-// stops accepting writes) and corrupt manifests at every entry point that needs one.
+// stops accepting writes), and corrupt manifests (or a deleted manifest folder) at every entry
+// point that needs one.
 // Part of the bad-input matrix (its
 // shared shard and intact check are in seeded-shard.ts).
 //
@@ -7,12 +8,12 @@
 // ShardWriter.open and ShardReader.open.
 
 import { execFileSync } from 'node:child_process'
-import { chmodSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
 
-import { CorruptError, FencedError, IoError, MemWalError, ObjectStore, ShardReader, ShardWriter, WalTailer } from '../index'
+import { CorruptError, FencedError, IoError, MemWalError, ObjectStore, ShardReader, ShardWriter, WalTailer, collectGarbage } from '../index'
 import { ids, rows, schema, tempDir } from './helpers'
 import { SEEDED, assertClaimsNothing, assertIntact, seed } from './seeded-shard'
 
@@ -184,5 +185,35 @@ test('a corrupt manifest is CORRUPT naming the object at every entry point that 
     [...saved.keys()].filter((f) => f.endsWith('.binpb')).sort(),
     'no manifest version was written while the manifest was corrupt',
   )
+  await assertIntact(t, dir, shardId)
+})
+
+test('a shard whose manifest folder was deleted is CORRUPT naming the folder at open, read and collection, writes nothing, and restoring the folder restores the shard', async (t) => {
+  const dir = tempDir(t)
+  const shardId = await seed(dir)
+  const shardDir = join(dir, '_mem_wal', shardId)
+  const manifestDir = join(shardDir, 'manifest')
+  const saved = new Map(readdirSync(manifestDir).map((f) => [f, readFileSync(join(manifestDir, f))]))
+  rmSync(manifestDir, { recursive: true })
+  const listing = (): string[] => readdirSync(shardDir, { recursive: true }).map(String).sort()
+  const before = listing()
+  const calls: Array<[string, () => Promise<unknown>]> = [
+    ['ShardWriter.open', () => ShardWriter.open(dir, { schema, shardId })],
+    ['ShardReader.open', () => ShardReader.open(dir, { shardId })],
+    ['collectGarbage', () => collectGarbage(dir, { shardId })],
+  ]
+  for (const [name, call] of calls) {
+    await t.throwsAsync(
+      call(),
+      { instanceOf: CorruptError, code: 'CORRUPT', message: /Corrupt object .*manifest: .*Restore the folder from a backup/ },
+      name,
+    )
+  }
+  t.deepEqual(listing(), before, 'nothing was written while the manifest folder was missing')
+  // A shard (whose name only its manifest knows), not a folder a first open left empty.
+  t.deepEqual(await ObjectStore.local(dir).listShards(), [{ id: shardId, name: null }])
+  t.deepEqual(await ObjectStore.local(dir).listIncompleteShards(), [])
+  mkdirSync(manifestDir)
+  for (const [f, bytes] of saved) writeFileSync(join(manifestDir, f), bytes)
   await assertIntact(t, dir, shardId)
 })

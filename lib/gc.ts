@@ -22,6 +22,8 @@ export type { GcReport } from '../native.js'
  * @param options - the shard (`shard`, `shardId`, or `'default'`) and what may be removed
  * @returns what was removed (with `dryRun`, what would be)
  * @throws {InvalidArgumentError} for a bad option, or if there is no such shard at the location
+ * @throws {CorruptError} if the shard has WAL entries or generations but no manifest (its
+ * manifest folder was deleted): restore the folder from a backup
  * @throws {IoError} if the store fails (what was removed stays removed)
  *
  * @example

@@ -48,6 +48,8 @@ export class ShardReader {
    * Opens a shard for reading: `options.shard` (a name), `options.shardId`, or the shard named
    * `'default'` if neither is given.
    * @throws {InvalidArgumentError} if there is no such shard at the location
+   * @throws {CorruptError} if the shard has WAL entries or generations but no manifest (its
+   * manifest folder was deleted): restore the folder from a backup
    * @throws {TimeoutError} if the store did not answer within its budgets, or `timeoutMs` passed
    * @throws {AbortError} if `options.signal` aborted the open
    */

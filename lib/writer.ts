@@ -109,9 +109,12 @@ export class ShardWriter {
    * @throws {InvalidArgumentError} for a bad option (unknown key, wrong type, NaN, negative), a
    * bad storage option or missing credentials, or an object store without conditional writes
    * (put-if-not-exists), which cannot fence a stale writer
-   * @throws {SchemaMismatchError} if the shard was written with another schema
+   * @throws {SchemaMismatchError} if the shard was written with another schema (nothing is
+   * written; a manifest written by Lance records none, and then the WAL or the newest
+   * generation says which)
    * @throws {FencedError} if another writer claimed the shard at the same time
-   * @throws {CorruptError} if a manifest or WAL entry cannot be decoded
+   * @throws {CorruptError} if a manifest or WAL entry cannot be decoded, or if the shard has
+   * WAL entries or generations but no manifest (nothing is written; restore the manifest folder)
    * @throws {IoError} if the store fails (e.g. a read-only directory)
    * @throws {TimeoutError} if the store did not answer within its budgets, or `timeoutMs` passed
    * @throws {AbortError} if `signal` aborted the open (a writer claimed afterwards is aborted)

@@ -106,8 +106,10 @@ pub struct GcReport {
 /// Collects garbage in `shard` of `store`. See the module docs.
 ///
 /// # Errors
-/// `InvalidArgument` for options out of range or a shard with no manifest; `Io`/`Timeout` if
-/// the store fails (what was removed before stays removed, and a rerun continues).
+/// `InvalidArgument` for options out of range or a shard with no manifest; `Corrupt` naming
+/// the manifest folder for a shard that lost its manifest but holds WAL entries or generation
+/// folders (see [`ManifestStore::read_latest_of_existing`]); `Io`/`Timeout` if the store
+/// fails (what was removed before stays removed, and a rerun continues).
 pub async fn collect(
     store: &Store,
     shard: impl Into<ShardRef>,
@@ -117,7 +119,7 @@ pub async fn collect(
     as_actor(Actor::Gc, async {
         let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
-        let Some(manifest) = manifests.read_latest().await? else {
+        let Some(manifest) = manifests.read_latest_of_existing().await? else {
             return Err(shard.not_found_at(store.location()));
         };
         collect_from(store, &paths, &manifest, options).await

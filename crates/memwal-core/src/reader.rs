@@ -47,26 +47,55 @@ pub(crate) async fn read_generation(
 ) -> Result<Vec<RecordBatch>> {
     read_generation_if_present(store, paths, generation, schema)
         .await?
-        .ok_or_else(|| {
+        .ok_or_else(|| generation_missing(paths, generation))
+}
+
+/// The `Corrupt` error for a generation the manifest lists whose file is missing.
+fn generation_missing(paths: &ShardPaths, generation: &FlushedGeneration) -> Error {
+    Error::corrupt(
+        paths.generation_file(&generation.path).as_ref(),
+        format!(
+            "generation {} is listed in the manifest but its file is missing",
+            generation.generation
+        ),
+        None,
+    )
+}
+
+/// The Arrow schema of one flushed generation's file (read whole: only an open of a shard
+/// whose manifest records no schema asks, once).
+///
+/// # Errors
+/// `Corrupt` if the file is missing or is not a Parquet file.
+pub(crate) async fn generation_schema(
+    store: &Store,
+    paths: &ShardPaths,
+    generation: &FlushedGeneration,
+) -> Result<SchemaRef> {
+    let bytes = generation_bytes_if_present(store, paths, generation)
+        .await?
+        .ok_or_else(|| generation_missing(paths, generation))?;
+    ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map(|b| b.schema().clone())
+        .map_err(|e| {
             Error::corrupt(
                 paths.generation_file(&generation.path).as_ref(),
                 format!(
-                    "generation {} is listed in the manifest but its file is missing",
+                    "generation {} is not a readable Parquet file",
                     generation.generation
                 ),
-                None,
+                Some(Arc::new(e)),
             )
         })
 }
 
-/// [`read_generation`], `None` if the file is missing: for a reader holding a manifest that
-/// may be old, whose generation compaction replaced and collection then removed.
-async fn read_generation_if_present(
+/// The bytes of one flushed generation's file, checked against the manifest's checksum;
+/// `None` if the file is missing.
+async fn generation_bytes_if_present(
     store: &Store,
     paths: &ShardPaths,
     generation: &FlushedGeneration,
-    schema: Option<&SchemaRef>,
-) -> Result<Option<Vec<RecordBatch>>> {
+) -> Result<Option<bytes::Bytes>> {
     let path = paths.generation_file(&generation.path);
     let Some(bytes) = store
         .get(&path)
@@ -88,6 +117,21 @@ async fn read_generation_if_present(
             ));
         }
     }
+    Ok(Some(bytes))
+}
+
+/// [`read_generation`], `None` if the file is missing: for a reader holding a manifest that
+/// may be old, whose generation compaction replaced and collection then removed.
+async fn read_generation_if_present(
+    store: &Store,
+    paths: &ShardPaths,
+    generation: &FlushedGeneration,
+    schema: Option<&SchemaRef>,
+) -> Result<Option<Vec<RecordBatch>>> {
+    let path = paths.generation_file(&generation.path);
+    let Some(bytes) = generation_bytes_if_present(store, paths, generation).await? else {
+        return Ok(None);
+    };
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::corrupt(
             path.as_ref(),
@@ -151,8 +195,8 @@ pub struct ListedShard {
 pub struct ShardListing {
     /// Shards with a manifest, by id.
     pub shards: Vec<ListedShard>,
-    /// Shard folders with no manifest, by id: a first open cut off before it wrote one. They
-    /// hold nothing acknowledged; readers skip them.
+    /// Shard folders with no manifest and no WAL entry or generation either, by id: a first
+    /// open cut off before it wrote one. They hold nothing acknowledged; readers skip them.
     pub incomplete: Vec<Uuid>,
 }
 
@@ -164,7 +208,9 @@ pub async fn list_shards(store: &Store) -> Result<ShardListing> {
     let found: Vec<Result<(Uuid, Option<Option<String>>)>> = futures::stream::iter(ids)
         .map(|id| async move {
             let manifests = ManifestStore::new(store.clone(), store.shard_paths(id));
-            match manifests.read_latest().await {
+            // A folder without a manifest is incomplete only if it holds nothing else; one that
+            // lost its manifest is a shard, whose open says what is wrong.
+            match manifests.read_latest_of_existing().await {
                 Ok(Some(m)) => Ok((id, Some(m.shard_name))),
                 Ok(None) => Ok((id, None)),
                 Err(e) if e.code() == ErrorCode::Corrupt => Ok((id, Some(None))),
@@ -203,13 +249,18 @@ pub struct ScanResult {
 }
 
 impl ShardReader {
-    /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`. Fails if it has no manifest.
+    /// Opens `shard` (a [`ShardRef`], or a shard id) in `store`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the shard has no manifest and nothing else either; `Corrupt`
+    /// naming the manifest folder if it has WAL entries or generation folders but no manifest
+    /// (see [`ManifestStore::read_latest_of_existing`]).
     pub async fn open(store: Store, shard: impl Into<ShardRef>) -> Result<Self> {
         let shard = shard.into();
         let store = store.acting_as(Actor::Reader);
         let paths = store.shard_paths(shard.id());
         let manifests = ManifestStore::new(store.clone(), paths.clone());
-        let Some(manifest) = manifests.read_latest().await? else {
+        let Some(manifest) = manifests.read_latest_of_existing().await? else {
             return Err(shard.not_found_at(store.location()));
         };
         Ok(ShardReader {
@@ -384,10 +435,11 @@ impl ShardReader {
         position: u64,
     ) -> Result<Option<ShardManifest>> {
         let latest = self.manifest().await?;
-        Ok(
-            (latest.version != manifest.version && position <= latest.wal_low_water)
-                .then_some(latest),
-        )
+        if latest.version == manifest.version {
+            return Ok(None);
+        }
+        let low_water = wal::low_water(&self.store, &self.paths, &latest).await?;
+        Ok((position <= low_water).then_some(latest))
     }
 }
 
@@ -425,19 +477,27 @@ impl WalTailer {
         })
     }
 
-    /// The manifest's WAL position hint and low-water mark, `(0, 0)` for a shard with no
-    /// manifest yet. The manifest is only a hint here: a damaged one must not stop a tailer
-    /// from finding the tip (it then probes from the start).
-    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
+    /// The latest manifest, `None` for a shard with no manifest yet. The manifest is only a
+    /// hint here: a damaged one must not stop a tailer from finding the tip (it then probes
+    /// from the start), so it counts as none.
+    async fn latest(&self) -> Result<Option<ShardManifest>> {
         match self.manifests.read_latest().await {
-            Ok(Some(m)) => Ok((
+            Ok(m) => Ok(m),
+            Err(e) if e.code() == ErrorCode::Corrupt => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The manifest's WAL position hint and the WAL low-water mark ([`wal::low_water`]),
+    /// `(0, 0)` for a shard with no (readable) manifest.
+    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
+        match self.latest().await? {
+            Some(m) => Ok((
                 m.wal_entry_position_last_seen
                     .max(m.replay_after_wal_entry_position),
-                m.wal_low_water,
+                wal::low_water(&self.store, &self.paths, &m).await?,
             )),
-            Ok(None) => Ok((0, 0)),
-            Err(e) if e.code() == ErrorCode::Corrupt => Ok((0, 0)),
-            Err(e) => Err(e),
+            None => Ok((0, 0)),
         }
     }
 
@@ -493,10 +553,15 @@ impl WalTailer {
             return Ok(Some(entry));
         }
         // The mark is read after the slot was found empty: a collection that emptied it had
-        // committed the mark first.
-        let (_, low_water) = self.hint_and_low_water().await?;
-        if position <= low_water {
-            return Err(Error::truncated(self.paths.shard_id(), position, low_water));
+        // committed the mark first. Only a slot at or below the replay cursor can be below the
+        // mark, so only such a slot may cost a listing of the WAL (see `wal::low_water`).
+        if let Some(m) = self.latest().await?
+            && position <= m.replay_after_wal_entry_position.max(m.wal_low_water)
+        {
+            let low_water = wal::low_water(&self.store, &self.paths, &m).await?;
+            if position <= low_water {
+                return Err(Error::truncated(self.paths.shard_id(), position, low_water));
+            }
         }
         match wal::hole_at(&self.store, &self.paths, position).await? {
             Some(gap) => Err(gap.error(&self.paths)),

@@ -70,6 +70,50 @@ impl fmt::Display for WalPosition {
     }
 }
 
+/// The WAL low-water mark of `manifest` as readers, tailers and an opening writer use it:
+/// entries at or below it may be gone.
+///
+/// Usually the manifest's own `wal_low_water`. But a manifest written by another
+/// implementation (Lance, taking a shard over) lacks that field, which then reads as 0 although
+/// collection had removed entries: an empty slot there would be taken for a hole, and a search
+/// for the tip could end below the replay cursor. So when the recorded mark is below the
+/// cursor, the highest empty slot at or below the cursor (from one listing of the WAL) counts
+/// as collected, and so does everything under it: entries up to the cursor have their rows in
+/// flushed generations, so none of them can be a hole that loses rows, and above the cursor
+/// nothing changes. Every slot ever collected is empty and at or below the cursor, so this
+/// mark covers it; slots between it and the cursor all hold entries. A fence sentinel kept
+/// below a removed run (see [`crate::gc`]) does not lower it.
+///
+/// No store call unless the recorded mark is below the cursor, which memwal's own manifests
+/// never are once a generation was committed (every commit raises the mark to the cursor).
+pub async fn low_water(
+    store: &Store,
+    paths: &ShardPaths,
+    manifest: &crate::manifest::ShardManifest,
+) -> Result<u64> {
+    let (recorded, cursor) = (
+        manifest.wal_low_water,
+        manifest.replay_after_wal_entry_position,
+    );
+    if recorded >= cursor {
+        return Ok(recorded);
+    }
+    let listing = store
+        .list(&paths.wal_dir())
+        .await
+        .map_err(|e| Error::io(format!("listing the WAL of shard {}", paths.shard_id()), e))?;
+    let present: std::collections::HashSet<u64> = listing
+        .iter()
+        .filter_map(|m| m.location.filename().and_then(parse_bitrev64_name))
+        .filter(|p| *p > recorded && *p <= cursor)
+        .collect();
+    let mut mark = cursor;
+    while mark > recorded && present.contains(&mark) {
+        mark -= 1;
+    }
+    Ok(mark)
+}
+
 /// HEADs issued at once while searching for the WAL tip.
 const TIP_FANOUT: u64 = 16;
 /// Entries fetched concurrently while reading a run of the WAL.
@@ -219,8 +263,9 @@ impl Gap {
 }
 
 /// The first empty WAL position, starting the search at `hint` (a position believed to
-/// exist, or 0) and never below `low_water + 1`, the manifest's low-water mark (entries at or
-/// below it may have been collected, so an empty slot there says nothing about the tip):
+/// exist, or 0) and never below `low_water + 1`, the shard's low-water mark ([`low_water`];
+/// entries at or below it may have been collected, so an empty slot there says nothing about
+/// the tip):
 /// HEAD probes forward from the hint, then a LIST if the hint is wrong.
 ///
 /// Positions are filled in order (if entry N is not written, N+1 does not exist), so "exists"

@@ -71,9 +71,12 @@ impl ShardWriter {
     ///
     /// # Errors
     /// - `InvalidArgument`: an invalid config value or an empty schema.
-    /// - `SchemaMismatch`: the shard was written with another schema.
+    /// - `SchemaMismatch`: the shard was written with another schema (as its manifest records
+    ///   it, or, in a manifest that records none, as its WAL entries or newest generation
+    ///   hold it); nothing is written.
     /// - `Fenced(PeerClaimedEpoch)`: another writer claimed the shard concurrently.
-    /// - `Corrupt`: a manifest or WAL entry cannot be decoded (the message names it).
+    /// - `Corrupt`: a manifest or WAL entry cannot be decoded (the message names it), or the
+    ///   shard has WAL entries or generations but no manifest (nothing is written).
     /// - `Io`: the store failed.
     pub async fn open(store: Store, schema: SchemaRef, config: WriterConfig) -> Result<Self> {
         let (inner, tasks) = as_actor(Actor::Claim, open::open(store, schema, config)).await?;

@@ -113,7 +113,9 @@ async fn a_reader_of_a_name_nobody_wrote_says_which_name() {
 }
 
 // Issue 15's stub: a first open killed before its manifest left `_mem_wal/<id>/` behind.
-// Listings must not offer it as a shard (a reader of it fails), but must show it.
+// Listings must not offer it as a shard (a reader of it fails), but must show it. Such an open
+// names no WAL entry (its claim comes first), only a file of its own (a staged write); a
+// folder holding a WAL entry but no manifest lost its manifest (`tests/lost_manifest.rs`).
 #[tokio::test]
 async fn listings_give_names_and_ids_and_set_apart_folders_without_a_manifest() {
     for backend in Backend::all() {
@@ -129,9 +131,10 @@ async fn listings_give_names_and_ids_and_set_apart_folders_without_a_manifest() 
         }
         let stub = Uuid::new_v4();
         backend
-            .plant(
-                &store.shard_paths(stub).wal_entry(1),
-                Bytes::from_static(b"a first open's fence sentinel, cut off"),
+            .plant_file(
+                &store.shard_paths(stub).manifest_dir(),
+                "version_1_staged",
+                b"a first open's claim, cut off",
             )
             .await;
         let listing = list_shards(store).await.unwrap();

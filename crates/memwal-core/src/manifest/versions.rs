@@ -128,6 +128,60 @@ impl ManifestStore {
         )))
     }
 
+    /// [`ManifestStore::read_latest`] for an open (of a writer or a reader) or a collection,
+    /// which must not take a shard that lost its manifest for one that does not exist: `None`
+    /// only if the shard's folder holds no WAL entry and no generation folder either.
+    ///
+    /// # Errors
+    /// `Corrupt` naming the manifest folder if the shard has WAL entries or generation folders
+    /// but no manifest version (the folder was deleted, or a restore missed it). A writer
+    /// would otherwise start the shard again at version 1 and then meet entries of the epochs
+    /// it lost, and a reader or a collection would call the shard missing.
+    pub async fn read_latest_of_existing(&self) -> Result<Option<ShardManifest>> {
+        if let Some(m) = self.read_latest().await? {
+            return Ok(Some(m));
+        }
+        let (wal, dirs) = tokio::try_join!(
+            async {
+                self.store
+                    .list(&self.paths.wal_dir())
+                    .await
+                    .map_err(|e| Error::io(format!("listing the WAL of shard {}", self.shard()), e))
+            },
+            self.store.list_dirs(self.paths.shard_dir()),
+        )?;
+        let entries = wal
+            .iter()
+            .filter(|m| {
+                m.location
+                    .filename()
+                    .and_then(parse_bitrev64_name)
+                    .is_some()
+            })
+            .count();
+        let generations = dirs.iter().filter(|d| d.contains("_gen_")).count();
+        if entries == 0 && generations == 0 {
+            return Ok(None);
+        }
+        // A first claim creates version 1 before its writer writes any entry or generation, so
+        // a manifest listed now, after them, is a concurrent first open's: the shard is fine.
+        if let Some(m) = self.read_latest().await? {
+            return Ok(Some(m));
+        }
+        let count =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        Err(Error::corrupt(
+            self.paths.manifest_dir().as_ref(),
+            format!(
+                "shard {} has no manifest version but holds {} and {}: its manifest folder was deleted or not restored. Restore the folder from a backup of the shard; the WAL alone cannot say which generations were committed or which entries they already hold, so memwal does not rebuild it, and nothing opens, reads or collects the shard until it is back",
+                self.shard(),
+                count(entries, "WAL entry", "WAL entries"),
+                count(generations, "generation folder", "generation folders"),
+            ),
+            None,
+        ))
+    }
+
     /// The latest manifest if a version above `version` exists, `None` if `version` is still
     /// the highest (rule 2 of the module docs).
     async fn newer_than(&self, version: u64) -> Result<Option<ShardManifest>> {

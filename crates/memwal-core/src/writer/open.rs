@@ -24,7 +24,8 @@ use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
 use crate::flush::generation::GenerationFlusher;
 use crate::flush::wal_handler::WalFlushHandler;
-use crate::manifest::{ManifestStore, ShardManifest};
+use crate::manifest::{ManifestStore, ShardManifest, check_same_schema};
+use crate::reader::generation_schema;
 use crate::request_id::{PutRecord, decode_records};
 use crate::stats::{OpenStats, Operation, StatsRecorder, WalEntryCost};
 use crate::store::ShardPaths;
@@ -161,6 +162,33 @@ async fn make_replayed_entries_durable(
     })
 }
 
+/// The schema of a shard whose latest manifest `m` records none (one written by another
+/// implementation: Lance, rewriting the manifest when it takes a shard over, keeps none of
+/// memwal's fields): that of the first WAL entry after the replay cursor that holds rows, else
+/// that of the newest flushed generation's file; `None` if the shard has neither.
+///
+/// The claim records the schema it is given when the manifest has none, so that schema must be
+/// checked before: a wrong one recorded there would refuse every later open with the right
+/// one, while the shard's rows do not fit it (replay fails on the first entry, a scan on the
+/// first generation).
+async fn schema_of_unrecorded(
+    store: &Store,
+    paths: &ShardPaths,
+    m: &ShardManifest,
+) -> Result<Option<SchemaRef>> {
+    let mut position = m.replay_after_wal_entry_position + 1;
+    while let Some(entry) = wal::read_entry(store, paths, position).await? {
+        if !entry.is_sentinel {
+            return Ok(Some(entry.schema));
+        }
+        position += 1;
+    }
+    match m.flushed_generations.last() {
+        Some(g) => generation_schema(store, paths, g).await.map(Some),
+        None => Ok(None),
+    }
+}
+
 /// See [`crate::ShardWriter::open`].
 pub(crate) async fn open(
     store: Store,
@@ -195,7 +223,13 @@ pub(crate) async fn open(
     // predecessor appends in order, so it cannot pass a slot it has not reached). Nothing is
     // visible until the sentinel is written, and a claim that ends at another epoch restages
     // (or fails, if a peer claimed).
-    let latest = manifests.read_latest().await?;
+    let latest = manifests.read_latest_of_existing().await?;
+    if let Some(m) = &latest
+        && m.arrow_schema.is_none()
+        && let Some(stored) = schema_of_unrecorded(&store, &paths, m).await?
+    {
+        check_same_schema(shard_id, &stored, &schema)?;
+    }
     let hint = latest.as_ref().map_or(0, |m| {
         m.wal_entry_position_last_seen
             .max(m.replay_after_wal_entry_position)
@@ -204,7 +238,13 @@ pub(crate) async fn open(
     let cursor = latest
         .as_ref()
         .map_or(0, |m| m.replay_after_wal_entry_position);
-    let low_water = latest.as_ref().map_or(0, |m| m.wal_low_water);
+    let low_water = match &latest {
+        Some(m) => wal::low_water(&store, &paths, m).await?,
+        None => 0,
+    };
+    let read_as = latest
+        .as_ref()
+        .map(|m| (m.wal_low_water, m.replay_after_wal_entry_position));
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
@@ -228,9 +268,20 @@ pub(crate) async fn open(
         return Err(gap.error(&paths));
     }
     // Garbage collection may have removed entries up to the claimed version's low-water mark
-    // while the tip was searched from an older manifest; a tip found there is no tip.
-    let tip = if tip <= manifest.wal_low_water {
-        wal::discover_tip(&store, &paths, 0, manifest.wal_low_water).await?
+    // while the tip was searched from an older manifest; a tip found there is no tip. The
+    // claimed version carries the mark and cursor it was built from, so unless the claim raced
+    // to a newer one, the mark found before it holds (and costs no second listing).
+    let claimed_low_water = if read_as
+        == Some((
+            manifest.wal_low_water,
+            manifest.replay_after_wal_entry_position,
+        )) {
+        low_water
+    } else {
+        wal::low_water(&store, &paths, &manifest).await?
+    };
+    let tip = if tip <= claimed_low_water {
+        wal::discover_tip(&store, &paths, 0, claimed_low_water).await?
     } else {
         tip
     };
