@@ -479,8 +479,10 @@ export class ObjectStore {
 
   /**
    * The shards in this store, sorted by id, each with its name (`null` for a shard only ever
-   * opened by id). A shard folder without a manifest (a first open cut off before it wrote one)
-   * holds nothing and is not listed: see {@link ObjectStore.listIncompleteShards}.
+   * opened by id, or one whose manifest cannot be read, such as a shard whose manifest folder
+   * was deleted while its WAL or generations remain: opening it says why). An empty shard
+   * folder (a first open cut off before it wrote anything) holds nothing and is not listed: see
+   * {@link ObjectStore.listIncompleteShards}.
    */
   async listShards(): Promise<ShardInfo[]> {
     const listing = await call(() => this.#native.listShards())
@@ -488,9 +490,10 @@ export class ObjectStore {
   }
 
   /**
-   * Ids of the shard folders in this store that have no manifest: a first open cut off before
-   * it wrote one. They hold nothing acknowledged; readers skip them, and `memwal inspect` notes
-   * them.
+   * Ids of the shard folders in this store that have no manifest and nothing else: a first open
+   * cut off before it wrote one. They hold nothing acknowledged; readers skip them, and `memwal
+   * inspect` notes them. (A folder with WAL entries or generations but no manifest is listed by
+   * {@link ObjectStore.listShards}, and opening it fails with `CorruptError`.)
    */
   async listIncompleteShards(): Promise<string[]> {
     return (await call(() => this.#native.listShards())).incomplete
