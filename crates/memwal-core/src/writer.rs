@@ -103,7 +103,7 @@ impl ShardWriter {
     }
 
     /// This handle's random writer id: the manifest records it as the shard's holder, so a
-    /// fenced writer's [`Error::holder`](crate::Error::holder) can be matched to the handle
+    /// fenced writer's [`Error::holder`](crate::error::Error::holder) can be matched to the handle
     /// that fenced it.
     pub fn writer_id(&self) -> &str {
         &self.inner.writer_id

@@ -189,7 +189,7 @@ async fn schema_of_unrecorded(
     }
 }
 
-/// See [`crate::ShardWriter::open`].
+/// See `ShardWriter::open`.
 pub(crate) async fn open(
     store: Store,
     schema: SchemaRef,

@@ -31,7 +31,7 @@ pub use crate::write_result::WriteResult;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PutOptions {
     /// Makes the put retry-safe: if a put with this id is already remembered by the writer
-    /// (see [`crate::WriterConfig::request_id_retention_ms`] for how long), this put writes
+    /// (see [`crate::config::WriterConfig::request_id_retention_ms`] for how long), this put writes
     /// nothing and returns the first put's [`WriteResult`], once the first put's rows are
     /// durable (durable mode; at once in non-durable mode), or the first put's typed failure.
     /// The first put wins even if this one carries other data; one with another row count
@@ -49,18 +49,18 @@ impl PutOptions {
     }
 }
 
-/// How the caller of [`crate::ShardWriter::submit`] will wait for its put.
+/// How the caller of `ShardWriter::submit` will wait for its put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PutMode {
-    /// As [`crate::ShardWriter::put`]: the caller awaits durability (in durable mode) through
+    /// As `ShardWriter::put`: the caller awaits durability (in durable mode) through
     /// the watcher.
     Put,
-    /// As [`crate::ShardWriter::put_no_wait`]: the caller returns once the rows are in memory
+    /// As `ShardWriter::put_no_wait`: the caller returns once the rows are in memory
     /// and hands out the watcher. MemTable mode only: WAL-only mode has no in-memory rows.
     NoWait,
 }
 
-/// What [`crate::ShardWriter::submit`] did.
+/// What `ShardWriter::submit` did.
 #[derive(Debug)]
 pub enum Submitted {
     /// The rows are in memory; in durable mode the watcher resolves when they are durable.
