@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod batch_store;
+mod claim;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -56,8 +56,8 @@ pub struct ShardWriter {
 impl std::fmt::Debug for ShardWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShardWriter")
-            .field("shard_id", &self.inner.shard_id)
-            .field("epoch", &self.inner.epoch)
+            .field("shard_id", &self.inner.claim.shard_id())
+            .field("epoch", &self.inner.claim.epoch)
             .finish()
     }
 }
@@ -88,7 +88,7 @@ impl ShardWriter {
 
     /// The shard this writer owns.
     pub fn shard_id(&self) -> uuid::Uuid {
-        self.inner.shard_id
+        self.inner.claim.shard_id()
     }
 
     /// The shard's name, as its manifest records it (`None` for a shard only ever opened by
@@ -99,14 +99,14 @@ impl ShardWriter {
 
     /// The epoch this writer claimed.
     pub fn epoch(&self) -> u64 {
-        self.inner.epoch
+        self.inner.claim.epoch
     }
 
     /// This handle's random writer id: the manifest records it as the shard's holder, so a
     /// fenced writer's [`Error::holder`](crate::error::Error::holder) can be matched to the handle
     /// that fenced it.
     pub fn writer_id(&self) -> &str {
-        &self.inner.writer_id
+        &self.inner.claim.writer_id
     }
 
     /// The writer's configuration (as validated on open).
@@ -116,12 +116,12 @@ impl ShardWriter {
 
     /// The shard's schema.
     pub fn schema(&self) -> SchemaRef {
-        self.inner.schema.clone()
+        self.inner.claim.schema.clone()
     }
 
     /// The store this writer writes to.
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        &self.inner.claim.store
     }
 
     /// Inserts `batches` atomically and, in durable mode, resolves only when they are durable.
@@ -330,8 +330,9 @@ impl ShardWriter {
     async fn check_fenced_and_latch(&self) -> Result<()> {
         let inner = &self.inner;
         match inner
+            .claim
             .manifests
-            .check_fenced(inner.epoch, &inner.writer_id)
+            .check_fenced(inner.claim.epoch, &inner.claim.writer_id)
             .await
         {
             Err(e) if e.is_terminal() => {
@@ -394,7 +395,7 @@ impl ShardWriter {
 
     /// The shard's latest manifest, read from storage.
     pub async fn manifest(&self) -> Result<Option<ShardManifest>> {
-        self.inner.manifests.read_latest().await
+        self.inner.claim.manifests.read_latest().await
     }
 
     /// Every row this writer holds, in insertion order: flushed generations, then frozen
@@ -429,7 +430,15 @@ impl ShardWriter {
         };
         let mut out = Vec::new();
         for g in &flushed {
-            out.extend(read_generation(&inner.store, &inner.paths, g, Some(&inner.schema)).await?);
+            out.extend(
+                read_generation(
+                    &inner.claim.store,
+                    &inner.claim.paths,
+                    g,
+                    Some(&inner.claim.schema),
+                )
+                .await?,
+            );
         }
         for (m, visible) in memtables {
             out.extend(m.store().batches(BatchRange {
@@ -542,15 +551,13 @@ impl ShardWriter {
         {
             // WAL-only writers never flush generations, so nothing else moves the tip hint
             // forward; without it the next open probes (or lists) the whole WAL.
-            let commit = inner
-                .manifests
-                .commit_update(inner.epoch, &inner.writer_id, |l| {
-                    (l.wal_entry_position_last_seen < last).then(|| {
-                        let mut n = l.clone();
-                        n.wal_entry_position_last_seen = last;
-                        n
-                    })
-                });
+            let commit = inner.claim.commit(|l| {
+                (l.wal_entry_position_last_seen < last).then(|| {
+                    let mut n = l.clone();
+                    n.wal_entry_position_last_seen = last;
+                    n
+                })
+            });
             let _ = as_actor(Actor::Commit, commit).await;
         }
         inner.lock().lifecycle = Lifecycle::Closed;

@@ -33,20 +33,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
+use crate::claim::Claim;
 use crate::error::{Error, Result};
 use crate::flush::Report;
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
-
 use crate::events::WriterEvent;
 use crate::flush::Feedback;
 use crate::flush::parquet::{create_generation_file, encode_parquet};
-use crate::manifest::ManifestStore;
 use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::reader::read_generation;
-use crate::store::ShardPaths;
-use crate::store::Store;
 use crate::store::call::Actor;
 use crate::store::faults::as_actor;
 
@@ -138,12 +134,7 @@ fn now_ms() -> u64 {
 /// Compacts for one writer epoch; owned by the generation flusher, which calls it after each
 /// commit (so the two never commit at once).
 pub(crate) struct Compactor {
-    pub store: Store,
-    pub paths: ShardPaths,
-    pub manifests: ManifestStore,
-    pub epoch: u64,
-    pub writer_id: String,
-    pub schema: SchemaRef,
+    pub claim: Arc<Claim>,
     pub feedback: Arc<Feedback>,
     pub policy: CompactionPolicy,
 }
@@ -166,7 +157,15 @@ impl Compactor {
         let merged_from: Vec<FlushedGeneration> = latest.flushed_generations[run].to_vec();
         let mut batches = Vec::new();
         for g in &merged_from {
-            batches.extend(read_generation(&self.store, &self.paths, g, Some(&self.schema)).await?);
+            batches.extend(
+                read_generation(
+                    &self.claim.store,
+                    &self.claim.paths,
+                    g,
+                    Some(&self.claim.schema),
+                )
+                .await?,
+            );
         }
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
         // Measured on the batches as read back, not summed from the inputs: a generation of
@@ -176,14 +175,14 @@ impl Compactor {
             .iter()
             .map(|b| b.get_array_memory_size() as u64)
             .sum();
-        let schema = self.schema.clone();
+        let schema = self.claim.schema.clone();
         let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
             .await
             .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
         let parquet = Bytes::from(parquet);
         let dir = create_generation_file(
-            &self.store,
-            &self.paths,
+            &self.claim.store,
+            &self.claim.paths,
             latest.current_generation,
             &parquet,
         )
@@ -198,17 +197,19 @@ impl Compactor {
         ));
         for g in &merged_from {
             let path = self
+                .claim
                 .paths
                 .shard_dir()
                 .clone()
                 .join(g.path.as_str())
                 .join(REPLACED_MARKER);
-            match self.store.put_if_absent(&path, marker.clone()).await {
+            match self.claim.store.put_if_absent(&path, marker.clone()).await {
                 Ok(_) => {}
                 Err(e) => return Err(Error::io(format!("writing {path}"), e)),
             }
         }
-        self.store
+        self.claim
+            .store
             .faults()
             .pause_point("compaction-before-commit")
             .await;
@@ -225,8 +226,8 @@ impl Compactor {
         };
         let mut run_missing = false;
         let committed = self
-            .manifests
-            .commit_update(self.epoch, &self.writer_id, |l| {
+            .claim
+            .commit(|l| {
                 if l.flushed_generations.iter().any(|g| g.path == merged.path) {
                     // An earlier attempt of ours committed and lost its acknowledgement.
                     return None;
@@ -250,12 +251,12 @@ impl Compactor {
             // collection rather than listed over a manifest we do not understand.
             return Err(Error::io_msg(format!(
                 "compaction of shard {}: the generations it merged are no longer listed together",
-                self.paths.shard_id()
+                self.claim.paths.shard_id()
             )));
         }
         tracing::info!(
             target: "memwal::compaction",
-            shard = %self.paths.shard_id(),
+            shard = %self.claim.paths.shard_id(),
             merged = merged_from.len(),
             generation = merged.generation,
             rows,
@@ -265,12 +266,16 @@ impl Compactor {
             merged: merged_from.len() as u64,
             generation: merged.generation,
             rows,
-            file: self.paths.generation_file(&merged.path).to_string(),
+            file: self.claim.paths.generation_file(&merged.path).to_string(),
         });
         self.feedback.report(Report::GenerationsCompacted {
             flushed: committed.flushed_generations,
         });
-        self.store.faults().pause_point("compaction-reported").await;
+        self.claim
+            .store
+            .faults()
+            .pause_point("compaction-reported")
+            .await;
         Ok(())
     }
 }

@@ -27,12 +27,12 @@ pub(crate) mod schema;
 
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::batch_store::BatchRange;
+use crate::claim::Claim;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
 use crate::events::WriterEvent;
@@ -40,11 +40,11 @@ use crate::flush::compaction::Compactor;
 use crate::flush::completion::Watcher;
 use crate::flush::parquet::{create_generation_file, encode_parquet};
 use crate::flush::{Feedback, Report};
-use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
+use crate::manifest::{FlushedGeneration, ShardManifest};
 use crate::memtable::MemTable;
 use crate::request_id::encode_records;
 use crate::stats::{Operation, WalEntryCost};
-use crate::store::{CreateOutcome, ShardPaths, Store};
+use crate::store::CreateOutcome;
 use crate::wal::WalPosition;
 
 /// A frozen MemTable and the completion of its WAL append.
@@ -68,12 +68,7 @@ pub(crate) enum GenerationMsg {
 
 /// The task. See the module docs.
 pub(crate) struct GenerationFlusher {
-    pub store: Store,
-    pub paths: ShardPaths,
-    pub manifests: ManifestStore,
-    pub epoch: u64,
-    pub writer_id: String,
-    pub schema: SchemaRef,
+    pub claim: Arc<Claim>,
     pub retry: RetryPolicy,
     pub feedback: Arc<Feedback>,
     /// `WriterConfig::request_id_retention_ms`: 0 persists no request ids.
@@ -130,7 +125,7 @@ impl GenerationFlusher {
                     self.feedback.poison(Error::persistence_failure(
                         format!(
                             "compacting generations of shard {}: {e}; reopen to replay",
-                            self.paths.shard_id()
+                            self.claim.paths.shard_id()
                         ),
                         Some(Arc::new(e)),
                     ));
@@ -156,7 +151,7 @@ impl GenerationFlusher {
                         format!(
                             "flushing generation {} of shard {}: a sync failed, so the flush may or may not be durable and is not retried; its rows stay in the WAL, reopen to replay: {e}",
                             memtable.generation(),
-                            self.paths.shard_id()
+                            self.claim.paths.shard_id()
                         ),
                         Some(Arc::new(e)),
                     ));
@@ -171,7 +166,7 @@ impl GenerationFlusher {
                             format!(
                                 "flushing generation {} of shard {} failed after {failures} retries; its rows stay in the WAL, reopen to replay: {e}",
                                 memtable.generation(),
-                                self.paths.shard_id()
+                                self.claim.paths.shard_id()
                             ),
                             Some(Arc::new(e)),
                         ));
@@ -203,8 +198,8 @@ impl GenerationFlusher {
         };
         let text = Bytes::from(encode_records(&records));
         let checksum = crc32c::crc32c(&text);
-        let path = self.paths.generation_request_ids(dir);
-        match self.store.put_if_absent(&path, text).await {
+        let path = self.claim.paths.generation_request_ids(dir);
+        match self.claim.store.put_if_absent(&path, text).await {
             Ok(CreateOutcome::Created) => Ok(Some((newest, checksum))),
             // The directory is new to this attempt: nobody else writes in it.
             Ok(CreateOutcome::AlreadyExists) => Err(Error::io_msg(format!(
@@ -230,20 +225,21 @@ impl GenerationFlusher {
                 "Cannot flush empty MemTable (generation {generation})"
             )));
         }
-        self.manifests
-            .check_fenced(self.epoch, &self.writer_id)
-            .await?;
+        self.claim.check_fenced().await?;
         let batches = store.batches(BatchRange { start: 0, end: len });
         let rows = store.total_rows();
         let bytes = store.estimated_bytes();
-        let schema = self.schema.clone();
+        let schema = self.claim.schema.clone();
         let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
             .await
             .map_err(|e| Error::io("the Parquet encoding task failed", e))??;
         let parquet = Bytes::from(parquet);
-        let dir = create_generation_file(&self.store, &self.paths, generation, &parquet).await?;
+        let dir =
+            create_generation_file(&self.claim.store, &self.claim.paths, generation, &parquet)
+                .await?;
         let requests = self.write_request_ids(memtable, &dir).await?;
-        self.store
+        self.claim
+            .store
             .faults()
             .pause_point("generation-before-commit")
             .await;
@@ -261,8 +257,8 @@ impl GenerationFlusher {
         // Only this epoch can commit generation `g` (a claim starts at `current_generation`),
         // so finding `g` listed means an earlier attempt of ours committed it and lost the ack.
         let committed = self
-            .manifests
-            .commit_update(self.epoch, &self.writer_id, |latest| {
+            .claim
+            .commit(|latest| {
                 if latest
                     .flushed_generations
                     .iter()
@@ -292,7 +288,7 @@ impl GenerationFlusher {
         let latency = started.elapsed();
         self.feedback.stats.record_memtable_flush(rows, latency);
         crate::events::log_flush(
-            self.paths.shard_id(),
+            self.claim.paths.shard_id(),
             generation,
             rows,
             entry.in_memory_bytes,
@@ -304,7 +300,7 @@ impl GenerationFlusher {
                 generation,
                 rows,
                 bytes: entry.in_memory_bytes.unwrap_or(0),
-                file: self.paths.generation_file(&entry.path).to_string(),
+                file: self.claim.paths.generation_file(&entry.path).to_string(),
                 latency,
             });
         self.feedback.report(Report::GenerationCommitted {

@@ -26,12 +26,14 @@
 //!   retries), then retry the **same** position with exponential backoff; after
 //!   `max_wal_persist_retries` retries, `PersistenceFailure`.
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 
+use crate::claim::Claim;
 use crate::config::RetryPolicy;
 use crate::error::{Error, Result};
-use crate::manifest::ManifestStore;
 use crate::request_id::PutRecord;
 use crate::store::{CreateOutcome, FirstFree, ShardPaths, Staged, Store};
 use crate::wal::{WalPosition, entry};
@@ -83,12 +85,7 @@ impl StagedSentinel {
 /// Appends WAL entries for one writer epoch. See the module docs.
 #[derive(Debug)]
 pub struct WalAppender {
-    store: Store,
-    paths: ShardPaths,
-    manifests: ManifestStore,
-    epoch: u64,
-    /// The writer's id, which with `epoch` tells its own manifest versions from a peer's.
-    writer_id: String,
+    claim: Arc<Claim>,
     next_position: u64,
     retry: RetryPolicy,
     /// Whether a put waits for each append (durable mode): then the store may open the next
@@ -99,22 +96,10 @@ pub struct WalAppender {
 }
 
 impl WalAppender {
-    /// An appender for writer `writer_id` of `epoch` whose next append goes to
-    /// `next_position`.
-    pub(crate) fn new(
-        store: Store,
-        paths: ShardPaths,
-        manifests: ManifestStore,
-        (epoch, writer_id): (u64, &str),
-        next_position: u64,
-        retry: RetryPolicy,
-    ) -> Self {
+    /// An appender for the writer of `claim` whose next append goes to `next_position`.
+    pub(crate) fn new(claim: Arc<Claim>, next_position: u64, retry: RetryPolicy) -> Self {
         WalAppender {
-            store,
-            paths,
-            manifests,
-            epoch,
-            writer_id: writer_id.to_string(),
+            claim,
             next_position: next_position.max(1),
             retry,
             prepare_next: false,
@@ -137,7 +122,7 @@ impl WalAppender {
 
     /// The writer epoch stamped on every entry.
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.claim.epoch
     }
 
     /// Appends `batches` as one entry at the next position.
@@ -152,7 +137,7 @@ impl WalAppender {
         batches: &[RecordBatch],
         requests: &[PutRecord],
     ) -> Result<AppendedEntry> {
-        let (epoch, shard) = (self.epoch, self.paths.shard_id());
+        let (epoch, shard) = (self.claim.epoch, self.claim.paths.shard_id());
         // The entry records its slot, so it is encoded for the slot it is written to.
         let encode = |position: u64| {
             let place = entry::EntryPlace { shard, position };
@@ -170,11 +155,7 @@ impl WalAppender {
     /// `Some(PeerClaimedEpoch)` if the manifest shows a higher epoch. A failed manifest read
     /// yields `None`: the caller then treats the situation as its own failure.
     async fn successor_fence(&self) -> Option<Error> {
-        match self
-            .manifests
-            .check_fenced(self.epoch, &self.writer_id)
-            .await
-        {
+        match self.claim.check_fenced().await {
             Err(e) if e.fence_reason().is_some() => Some(e),
             _ => None,
         }
@@ -186,7 +167,7 @@ impl WalAppender {
         path: &object_store::path::Path,
         bytes: &Bytes,
     ) -> object_store::Result<bool> {
-        Ok(matches!(self.store.get(path).await?, Some(existing) if existing == *bytes))
+        Ok(matches!(self.claim.store.get(path).await?, Some(existing) if existing == *bytes))
     }
 
     /// Writes the entry `encode` makes for a slot at the next position (or, past stale
@@ -196,17 +177,19 @@ impl WalAppender {
         encode: impl Fn(u64) -> Result<Bytes>,
     ) -> Result<(u64, usize)> {
         let mut position = self.next_position;
-        let shard = self.paths.shard_id();
-        let mut path = self.paths.wal_entry(position);
+        let shard = self.claim.paths.shard_id();
+        let mut path = self.claim.paths.wal_entry(position);
         let mut bytes = encode(position)?;
         let mut failed_attempts: u32 = 0;
         let mut stale_sentinels: u32 = 0;
-        self.store
+        self.claim
+            .store
             .faults()
             .pause_point("wal-append-before-put")
             .await;
         loop {
             match self
+                .claim
                 .store
                 .put_if_absent_then(&path, bytes.clone(), self.prepare_next)
                 .await
@@ -258,7 +241,7 @@ impl WalAppender {
                         stale_sentinels += 1;
                         failed_attempts = 0;
                         position += 1;
-                        path = self.paths.wal_entry(position);
+                        path = self.claim.paths.wal_entry(position);
                         bytes = encode(position)?;
                         self.next_position = position;
                         continue;
@@ -314,16 +297,24 @@ impl WalAppender {
     ) -> object_store::Result<FirstFree> {
         let put = match staged {
             Some(put) => put,
-            None => staged.insert(self.store.stage(&candidates[0], bytes.clone()).await?),
+            None => staged.insert(
+                self.claim
+                    .store
+                    .stage(&candidates[0], bytes.clone())
+                    .await?,
+            ),
         };
-        self.store.put_if_absent_first_free(candidates, put).await
+        self.claim
+            .store
+            .put_if_absent_first_free(candidates, put)
+            .await
     }
 
     /// Whether `position` holds a fence sentinel of an epoch below ours.
     async fn holds_stale_sentinel(&self, position: u64) -> bool {
         matches!(
-            super::read_entry(&self.store, &self.paths, position).await,
-            Ok(Some(e)) if e.is_sentinel && e.writer_epoch < self.epoch
+            super::read_entry(&self.claim.store, &self.claim.paths, position).await,
+            Ok(Some(e)) if e.is_sentinel && e.writer_epoch < self.claim.epoch
         )
     }
 
@@ -336,9 +327,11 @@ impl WalAppender {
         tip: u64,
         staged: Option<StagedSentinel>,
     ) -> Result<u64> {
-        let mut staged = staged.filter(|s| s.epoch == self.epoch).map(|s| s.put);
-        let bytes = entry::encode_sentinel(self.epoch)?;
-        let shard = self.paths.shard_id();
+        let mut staged = staged
+            .filter(|s| s.epoch == self.claim.epoch)
+            .map(|s| s.put);
+        let bytes = entry::encode_sentinel(self.claim.epoch)?;
+        let shard = self.claim.paths.shard_id();
         let mut position = tip.max(1);
         let mut conflicts = 0u32;
         let mut failed_attempts = 0u32;
@@ -352,7 +345,7 @@ impl WalAppender {
                 SENTINEL_SLOTS
             };
             let candidates: Vec<_> = (position..position + slots)
-                .map(|p| self.paths.wal_entry(p))
+                .map(|p| self.claim.paths.wal_entry(p))
                 .collect();
             match self.put_sentinel(&mut staged, &bytes, &candidates).await {
                 Ok(FirstFree::Created(i)) => {
@@ -367,9 +360,9 @@ impl WalAppender {
                     // not retry, and only before any failed put.)
                     if taken == 1
                         && let Ok(Some(e)) =
-                            super::read_entry(&self.store, &self.paths, position).await
+                            super::read_entry(&self.claim.store, &self.claim.paths, position).await
                         && e.is_sentinel
-                        && e.writer_epoch == self.epoch
+                        && e.writer_epoch == self.claim.epoch
                     {
                         self.next_position = position + 1;
                         return Ok(position);
@@ -425,14 +418,15 @@ mod tests {
         let store = Store::local(dir.path()).unwrap();
         let paths = store.shard_paths(uuid::Uuid::new_v4());
         let appender = |epoch| {
-            WalAppender::new(
-                store.clone(),
-                paths.clone(),
-                ManifestStore::new(store.clone(), paths.clone()),
-                (epoch, "w"),
-                1,
-                WriterConfig::default().retry_policy(),
-            )
+            let claim = Claim {
+                store: store.clone(),
+                paths: paths.clone(),
+                manifests: crate::manifest::ManifestStore::new(store.clone(), paths.clone()),
+                epoch,
+                writer_id: "w".to_string(),
+                schema: Arc::new(arrow_schema::Schema::empty()),
+            };
+            WalAppender::new(Arc::new(claim), 1, WriterConfig::default().retry_policy())
         };
         let staged = StagedSentinel::stage(&store, &paths, 3).await.unwrap();
         assert!(

@@ -15,16 +15,18 @@ use uuid::Uuid;
 
 use super::replay;
 use super::request_index::{RequestIndex, Rows, WallClock};
-use super::state::{Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
-use crate::config::WriterConfig;
+use super::state::{Held, Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
+use crate::claim::Claim;
+use crate::config::{RetryPolicy, WriterConfig};
 use crate::error::{Error, Result};
 use crate::events::WriterEvent;
 use crate::flush::Feedback;
 use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
-use crate::flush::generation::GenerationFlusher;
-use crate::flush::wal_handler::WalFlushHandler;
+use crate::flush::generation::{GenerationFlusher, GenerationMsg};
+use crate::flush::wal_handler::{WalFlushHandler, WalMsg};
 use crate::manifest::{ManifestStore, ShardManifest, check_same_schema};
+use crate::memtable::{MemTable, WalProgress};
 use crate::reader::generation_schema;
 use crate::request_id::{PutRecord, decode_records};
 use crate::stats::{OpenStats, Operation, StatsRecorder, WalEntryCost};
@@ -59,7 +61,7 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
             Ok(report) => {
                 tracing::info!(
                     target: "memwal::gc",
-                    shard = %inner.shard_id,
+                    shard = %inner.claim.shard_id(),
                     low_water = report.low_water,
                     wal_entries_removed = report.wal_entries_removed,
                     manifest_versions_removed = report.manifest_versions_removed,
@@ -72,7 +74,7 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
             // A successor's claim seen by collection latched the fence (its event fired): stop.
             Err(error) if error.fence_reason().is_some() => return,
             Err(error) => {
-                tracing::warn!(target: "memwal::gc", shard = %inner.shard_id, error = %error, "garbage collection failed");
+                tracing::warn!(target: "memwal::gc", shard = %inner.claim.shard_id(), error = %error, "garbage collection failed");
                 inner.feedback.events.send(|| WriterEvent::Error { error })
             }
         }
@@ -189,12 +191,61 @@ async fn schema_of_unrecorded(
     }
 }
 
-/// See `ShardWriter::open`.
+/// See `ShardWriter::open`. In four steps: [`claim`] the shard, [`fence`] the predecessor,
+/// [`recover`] what it left in the WAL, and [`start`] the background tasks.
 pub(crate) async fn open(
     store: Store,
     schema: SchemaRef,
     config: WriterConfig,
 ) -> Result<(Arc<WriterInner>, BackgroundTasks)> {
+    check_arguments(&schema, &config)?;
+    let started = Instant::now();
+    // Everything this writer asks of the store, from its claim on, counts in its statistics.
+    let stats = Arc::new(StatsRecorder::default());
+    let store = store.counted(stats.clone());
+    store.check_conditional_create().await?;
+    let mut claimed = claim(store, schema, &config).await?;
+    let (feedback, reports) = Feedback::new(claimed.claim.shard_id(), stats.clone());
+    let retry = retry_policy(&config, &feedback);
+    let mut appender = WalAppender::new(claimed.claim.clone(), claimed.tip, retry.clone());
+    appender.set_prepare_next(config.durable_write);
+    let staged = claimed.staged.take();
+    let fence_sentinel_position = fence(&claimed, staged, &mut appender, &stats).await?;
+    let claimed_at = Instant::now();
+    let mut open_stats = OpenStats {
+        claim: claimed_at - started,
+        ..OpenStats::default()
+    };
+    let store = &claimed.claim.store;
+    store.faults().pause_point("open-before-replay").await;
+    let recovered = recover(&claimed, &config, &mut appender).await?;
+    if let Some((entries, rows)) = recovered.replayed {
+        open_stats.replay = claimed_at.elapsed();
+        open_stats.replayed_entries = entries;
+        open_stats.replayed_rows = rows;
+    }
+    let inner = Arc::new(WriterInner {
+        claim: claimed.claim.clone(),
+        shard_name: claimed.manifest.shard_name.clone(),
+        state: Mutex::new(WriterState::new(
+            recovered.mode,
+            appender.next_position(),
+            recovered.requests,
+            reports,
+        )),
+        feedback: feedback.clone(),
+        wal_tx: recovered.wal_tx,
+        gen_tx: recovered.gen_tx,
+        fence_sentinel_position,
+        open_stats,
+        config: config.clone(),
+    });
+    let tasks = start(&inner, appender, retry, recovered.frozen, recovered.rx);
+    Ok((inner, tasks))
+}
+
+/// Refuses a schema or configuration no writer can work with, before anything is read.
+fn check_arguments(schema: &SchemaRef, config: &WriterConfig) -> Result<()> {
     config.validate()?;
     if schema.fields().is_empty() {
         return Err(Error::invalid(
@@ -204,31 +255,41 @@ pub(crate) async fn open(
     // Before anything is written: a schema the generation file cannot hold would otherwise
     // take puts and then fence this writer, and every later one, at the first flush.
     if config.enable_memtable {
-        crate::flush::generation::schema::check(&schema)?;
+        crate::flush::generation::schema::check(schema)?;
     }
-    let started = Instant::now();
-    // Everything this writer asks of the store, from its claim on, counts in its statistics.
-    let stats = Arc::new(StatsRecorder::default());
-    let store = store.counted(stats.clone());
-    store.check_conditional_create().await?;
+    Ok(())
+}
+
+/// A shard this writer claimed: the claim, the manifest version that made it, the WAL's tip
+/// as found for it, and the fence sentinel staged meanwhile.
+struct Claimed {
+    claim: Arc<Claim>,
+    manifest: ShardManifest,
+    tip: u64,
+    staged: Option<StagedSentinel>,
+}
+
+/// Claims the next epoch of the shard `config` names, and finds the WAL's tip for it.
+///
+/// While the epoch claim writes (a durable create), the WAL tip is searched and the fence
+/// sentinel of the epoch it should win is staged (written and synced, unnamed), so that only a
+/// link and a directory sync are left once the claim ends. A tip found before the claim is
+/// still a safe start for the sentinel, which takes the first free slot at or after it (the
+/// predecessor appends in order, so it cannot pass a slot it has not reached). Nothing is
+/// visible until the sentinel is written, and a claim that ends at another epoch restages (or
+/// fails, if a peer claimed). Every entry the new writer will replay is made durable before it
+/// returns ([`make_replayed_entries_durable`]).
+async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result<Claimed> {
     let shard = config.shard.clone().unwrap_or_default();
-    let shard_id = shard.id();
-    let paths = store.shard_paths(shard_id);
+    let paths = store.shard_paths(shard.id());
     let manifests = ManifestStore::new(store.clone(), paths.clone());
     let writer_id = Uuid::new_v4().to_string();
-    // While the epoch claim writes (a durable create), the WAL tip is searched and the fence
-    // sentinel of the epoch it should win is staged (written and synced, unnamed), so that only
-    // a link and a directory sync are left once the claim ends. A tip found before the claim is
-    // still a safe start for the sentinel, which takes the first free slot at or after it (the
-    // predecessor appends in order, so it cannot pass a slot it has not reached). Nothing is
-    // visible until the sentinel is written, and a claim that ends at another epoch restages
-    // (or fails, if a peer claimed).
     let latest = manifests.read_latest_of_existing().await?;
     if let Some(m) = &latest
         && m.arrow_schema.is_none()
         && let Some(stored) = schema_of_unrecorded(&store, &paths, m).await?
     {
-        check_same_schema(shard_id, &stored, &schema)?;
+        check_same_schema(shard.id(), &stored, &schema)?;
     }
     let hint = latest.as_ref().map_or(0, |m| {
         m.wal_entry_position_last_seen
@@ -285,7 +346,6 @@ pub(crate) async fn open(
     } else {
         tip
     };
-    let epoch = manifest.writer_epoch;
     make_replayed_entries_durable(
         &store,
         &paths,
@@ -295,16 +355,34 @@ pub(crate) async fn open(
     .await?;
     tracing::info!(
         target: "memwal::writer",
-        shard = %shard_id,
+        shard = %paths.shard_id(),
         shard_name = manifest.shard_name.as_deref(),
-        epoch,
+        epoch = manifest.writer_epoch,
         writer_id = %writer_id,
         "claimed shard"
     );
-    let (feedback, reports) = Feedback::new(shard_id, stats.clone());
-    let retry = config.retry_policy().observed_by({
-        let feedback = feedback.clone();
-        Arc::new(move |operation, attempt, error, delay| {
+    let claim = Claim {
+        store,
+        paths,
+        manifests,
+        epoch: manifest.writer_epoch,
+        writer_id,
+        schema,
+    };
+    Ok(Claimed {
+        claim: Arc::new(claim),
+        manifest,
+        tip,
+        staged,
+    })
+}
+
+/// The writer's retry policy, reporting each retry as an event.
+fn retry_policy(config: &WriterConfig, feedback: &Arc<Feedback>) -> RetryPolicy {
+    let feedback = feedback.clone();
+    config
+        .retry_policy()
+        .observed_by(Arc::new(move |operation, attempt, error, delay| {
             feedback.events.send(|| WriterEvent::Retry {
                 operation,
                 attempt,
@@ -313,144 +391,171 @@ pub(crate) async fn open(
                 error: crate::redact_secrets(error).into_owned(),
                 delay,
             })
-        })
-    });
-    let mut appender = WalAppender::new(
-        store.clone(),
-        paths.clone(),
-        manifests.clone(),
-        (epoch, &writer_id),
-        tip,
-        retry.clone(),
-    );
-    appender.set_prepare_next(config.durable_write);
-    store.faults().pause_point("open-before-sentinel").await;
-    let fence_sentinel_position = if epoch >= 2 {
-        let (at, _, _) = stats
-            .scoped(
-                Operation::FenceSentinel,
-                appender.write_fence_sentinel(tip, staged),
-            )
-            .await;
-        let at = at?;
-        // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
-        // low-water mark past our claim's, and then collect the slot the sentinel just took,
-        // where it fences nobody and replay does not look. With our claim still the latest
-        // once the sentinel is durable, no entry above our mark was ever collected, so the
-        // sentinel is above every entry a predecessor wrote. The latest is listed, never
-        // probed: a version after ours may itself have been collected since.
-        manifests.check_fenced(epoch, &writer_id).await?;
-        Some(at)
-    } else {
-        None
-    };
-    let claimed = Instant::now();
-    let mut open_stats = OpenStats {
-        claim: claimed - started,
-        ..OpenStats::default()
-    };
-    store.faults().pause_point("open-before-replay").await;
-    let (wal_tx, wal_rx) = mpsc::unbounded_channel();
-    let (gen_tx, gen_rx) = mpsc::unbounded_channel();
-    let mut replayed_frozen = Vec::new();
+        }))
+}
+
+/// Writes the fence sentinel of `claimed`'s epoch (none for epoch 1: nobody to fence), from
+/// `staged` if it was staged for that epoch, and checks that the claim is still the latest once it is durable; the sentinel's position.
+async fn fence(
+    claimed: &Claimed,
+    staged: Option<StagedSentinel>,
+    appender: &mut WalAppender,
+    stats: &Arc<StatsRecorder>,
+) -> Result<Option<u64>> {
+    let claim = &claimed.claim;
+    claim
+        .store
+        .faults()
+        .pause_point("open-before-sentinel")
+        .await;
+    if claim.epoch < 2 {
+        return Ok(None);
+    }
+    let sentinel = appender.write_fence_sentinel(claimed.tip, staged);
+    let (at, _, _) = stats.scoped(Operation::FenceSentinel, sentinel).await;
+    let at = at?;
+    // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
+    // low-water mark past our claim's, and then collect the slot the sentinel just took, where
+    // it fences nobody and replay does not look. With our claim still the latest once the
+    // sentinel is durable, no entry above our mark was ever collected, so the sentinel is above
+    // every entry a predecessor wrote. The latest is listed, never probed: a version after ours
+    // may itself have been collected since.
+    claim.check_fenced().await?;
+    Ok(Some(at))
+}
+
+/// What a new writer takes over from the WAL and the generations: its MemTables, the request
+/// ids it answers, the MemTables replay filled (to be flushed), and the channels of its tasks.
+struct Recovered {
+    mode: Mode,
+    requests: RequestIndex,
+    frozen: Vec<Held>,
+    /// Entries and rows replayed (MemTable mode).
+    replayed: Option<(u64, u64)>,
+    wal_tx: mpsc::UnboundedSender<WalMsg>,
+    gen_tx: mpsc::UnboundedSender<GenerationMsg>,
+    rx: TaskReceivers,
+}
+
+/// The receiving ends of the two background tasks' channels.
+struct TaskReceivers {
+    wal: mpsc::UnboundedReceiver<WalMsg>,
+    generations: mpsc::UnboundedReceiver<GenerationMsg>,
+}
+
+/// Replays the WAL after the claimed manifest's cursor into MemTables (MemTable mode), with
+/// the request ids its entries carry and those of the generations flushed within the retention
+/// window; moves `appender` past what replay found.
+async fn recover(
+    claimed: &Claimed,
+    config: &WriterConfig,
+    appender: &mut WalAppender,
+) -> Result<Recovered> {
+    let (claim, manifest) = (&claimed.claim, &claimed.manifest);
+    let (wal_tx, wal) = mpsc::unbounded_channel();
+    let (gen_tx, generations) = mpsc::unbounded_channel();
+    let rx = TaskReceivers { wal, generations };
     let mut requests = RequestIndex::new(WallClock::new(), config.request_id_retention_ms);
-    let mode = if config.enable_memtable {
-        let (r, flushed) = tokio::try_join!(
-            replay::replay(
-                &store,
-                &paths,
-                &schema,
-                &config,
-                epoch,
-                manifest.replay_after_wal_entry_position,
-                manifest.current_generation.max(1),
-            ),
-            flushed_requests(&store, &paths, &manifest, &requests),
-        )?;
-        // Oldest first, so a later put of an id (written again after its window) wins.
-        for record in flushed {
-            requests.insert(&record, Rows::Flushed);
-        }
-        for (record, memtable, end) in &r.requests {
-            requests.insert(
-                record,
-                Rows::Held {
-                    memtable: memtable.clone(),
-                    end: *end,
-                },
-            );
-        }
-        requests.sort_expiry();
-        appender.set_next_position(r.next_position.max(appender.next_position()));
-        replayed_frozen = r.frozen;
-        open_stats.replay = claimed.elapsed();
-        open_stats.replayed_entries = r.entries;
-        open_stats.replayed_rows = r.rows;
-        Mode::MemTable(MemTableState {
-            active: r.active,
-            frozen: VecDeque::new(),
-            frozen_bytes: 0,
-            flushed: manifest.flushed_generations.clone(),
-            wal_size_triggers: 0,
-        })
-    } else {
-        Mode::WalOnly(WalOnlyState::default())
-    };
-    let handler_active = match &mode {
-        Mode::MemTable(mt) => Some((mt.active.memtable.clone(), mt.active.wal)),
-        Mode::WalOnly(_) => None,
-    };
-    let inner = Arc::new(WriterInner {
-        shard_id,
-        shard_name: manifest.shard_name.clone(),
-        writer_id: writer_id.clone(),
-        epoch,
-        schema: schema.clone(),
-        store: store.clone(),
-        paths: paths.clone(),
-        manifests: manifests.clone(),
-        state: Mutex::new(WriterState::new(
-            mode,
-            appender.next_position(),
+    if !config.enable_memtable {
+        return Ok(Recovered {
+            mode: Mode::WalOnly(WalOnlyState::default()),
             requests,
-            reports,
-        )),
-        feedback: feedback.clone(),
+            frozen: Vec::new(),
+            replayed: None,
+            wal_tx,
+            gen_tx,
+            rx,
+        });
+    }
+    let (r, flushed) = tokio::try_join!(
+        replay::replay(
+            &claim.store,
+            &claim.paths,
+            &claim.schema,
+            config,
+            claim.epoch,
+            manifest.replay_after_wal_entry_position,
+            manifest.current_generation.max(1),
+        ),
+        flushed_requests(&claim.store, &claim.paths, manifest, &requests),
+    )?;
+    // Oldest first, so a later put of an id (written again after its window) wins.
+    for record in flushed {
+        requests.insert(&record, Rows::Flushed);
+    }
+    for (record, memtable, end) in r.requests {
+        requests.insert(&record, Rows::Held { memtable, end });
+    }
+    requests.sort_expiry();
+    appender.set_next_position(r.next_position.max(appender.next_position()));
+    let mode = Mode::MemTable(MemTableState {
+        active: r.active,
+        frozen: VecDeque::new(),
+        frozen_bytes: 0,
+        flushed: manifest.flushed_generations.clone(),
+        wal_size_triggers: 0,
+    });
+    Ok(Recovered {
+        mode,
+        requests,
+        frozen: r.frozen,
+        replayed: Some((r.entries, r.rows)),
         wal_tx,
         gen_tx,
-        fence_sentinel_position,
-        open_stats,
-        config: config.clone(),
-    });
-    {
+        rx,
+    })
+}
+
+/// Queues the MemTables replay filled for their generation flushes, and starts the writer's
+/// background tasks: the WAL flush handler, the generation flusher, and the timers.
+fn start(
+    inner: &Arc<WriterInner>,
+    appender: WalAppender,
+    retry: RetryPolicy,
+    frozen: Vec<Held>,
+    rx: TaskReceivers,
+) -> BackgroundTasks {
+    let active = {
         let mut st = inner.lock();
-        if let Mode::MemTable(mt) = &mut st.mode {
-            for held in replayed_frozen {
-                // Replayed batches are in the WAL already: their generation flush need not
-                // wait, and covers exactly the entries they came from.
-                let done = held
-                    .wal
-                    .last_position
-                    .map(|p| WalEntryCost::at(p.get()))
-                    .ok_or_else(|| Error::invalid("a replayed MemTable has no WAL position"));
-                inner.enqueue_frozen(mt, held, Watcher::ready(done));
+        match &mut st.mode {
+            Mode::MemTable(mt) => {
+                for held in frozen {
+                    // Replayed batches are in the WAL already: their generation flush need
+                    // not wait, and covers exactly the entries they came from.
+                    let done = held
+                        .wal
+                        .last_position
+                        .map(|p| WalEntryCost::at(p.get()))
+                        .ok_or_else(|| Error::invalid("a replayed MemTable has no WAL position"));
+                    inner.enqueue_frozen(mt, held, Watcher::ready(done));
+                }
+                Some((mt.active.memtable.clone(), mt.active.wal))
             }
+            // A WAL-only writer replays nothing.
+            Mode::WalOnly(_) => None,
         }
-    }
+    };
+    spawn_tasks(inner, appender, retry, active, rx)
+}
+
+/// Spawns the background tasks of `inner` (see [`start`]).
+fn spawn_tasks(
+    inner: &Arc<WriterInner>,
+    appender: WalAppender,
+    retry: RetryPolicy,
+    active: Option<(Arc<MemTable>, WalProgress)>,
+    rx: TaskReceivers,
+) -> BackgroundTasks {
+    let (config, feedback) = (&inner.config, &inner.feedback);
     let handler = WalFlushHandler::new(
         appender,
         feedback.clone(),
         config.max_wal_flush_interval_ms.map(Duration::from_millis),
-        handler_active,
-        wal_rx,
+        active,
+        rx.wal,
     );
     let compactor = config.compaction.then(|| Compactor {
-        store: store.clone(),
-        paths: paths.clone(),
-        manifests: manifests.clone(),
-        epoch,
-        writer_id: writer_id.clone(),
-        schema: schema.clone(),
+        claim: inner.claim.clone(),
         feedback: feedback.clone(),
         policy: CompactionPolicy {
             max_generations: config.compaction_max_generations as usize,
@@ -459,12 +564,7 @@ pub(crate) async fn open(
         },
     });
     let flusher = GenerationFlusher {
-        store,
-        paths,
-        manifests,
-        epoch,
-        writer_id,
-        schema,
+        claim: inner.claim.clone(),
         retry,
         feedback: feedback.clone(),
         request_id_retention_ms: config.request_id_retention_ms,
@@ -475,25 +575,23 @@ pub(crate) async fn open(
         periodic.push(spawn_task(
             "memtable-age-sealer",
             feedback.clone(),
-            seal_by_age(Arc::downgrade(&inner), Duration::from_millis(ms)),
+            seal_by_age(Arc::downgrade(inner), Duration::from_millis(ms)),
         ));
     }
     // Only generation flushes raise the low-water mark, so a WAL-only writer has nothing to
     // collect but manifest versions, which it writes one per close.
     if config.enable_memtable && config.gc {
+        let interval = Duration::from_millis(config.gc_interval_ms);
         periodic.push(spawn_task(
             "garbage-collector",
             feedback.clone(),
             as_actor(
                 Actor::Gc,
-                collect_periodically(
-                    Arc::downgrade(&inner),
-                    Duration::from_millis(config.gc_interval_ms),
-                ),
+                collect_periodically(Arc::downgrade(inner), interval),
             ),
         ));
     }
-    let tasks = BackgroundTasks {
+    BackgroundTasks {
         wal_handler: spawn_task(
             "wal-flush-handler",
             feedback.clone(),
@@ -501,12 +599,11 @@ pub(crate) async fn open(
         ),
         generation_flusher: spawn_task(
             "generation-flusher",
-            feedback,
-            as_actor(Actor::Commit, flusher.run(gen_rx)),
+            feedback.clone(),
+            as_actor(Actor::Commit, flusher.run(rx.generations)),
         ),
         periodic,
-    };
-    Ok((inner, tasks))
+    }
 }
 
 /// The request ids of the generations in `manifest` whose window (b) is still open, read

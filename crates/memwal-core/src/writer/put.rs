@@ -115,7 +115,7 @@ impl Drop for Waiting {
 fn report_backpressure(inner: &WriterInner, waiting: bool, bytes_waiting: u64) {
     tracing::info!(
         target: "memwal::backpressure",
-        shard = %inner.shard_id,
+        shard = %inner.claim.shard_id(),
         bytes_waiting,
         limit = inner.config.max_unflushed_memtable_bytes,
         "{}",
@@ -183,7 +183,7 @@ pub(super) fn submit(
             "put_no_wait is only supported in MemTable mode (enable_memtable = true); WAL-only mode has no in-memory rows",
         ));
     }
-    let batches = validate::validate(&inner.schema, batches)?;
+    let batches = validate::validate(&inner.claim.schema, batches)?;
     if inner.config.enable_memtable && batches.len() > inner.config.max_memtable_batches {
         return Err(Error::invalid(format!(
             "a put of {} batches exceeds max_memtable_batches ({}); split it into several puts or raise maxMemtableBatches",
@@ -471,7 +471,7 @@ fn retried(
     {
         tracing::warn!(
             target: "memwal::request_id",
-            shard = %inner.shard_id,
+            shard = %inner.claim.shard_id(),
             request_id = id.as_str(),
             first_rows,
             retry_rows = row_count,

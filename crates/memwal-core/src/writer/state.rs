@@ -15,21 +15,19 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use arrow_schema::SchemaRef;
 use tokio::sync::mpsc;
-use uuid::Uuid;
 
 use super::request_index::RequestIndex;
+use crate::claim::Claim;
 use crate::config::WriterConfig;
 use crate::error::{Error, Result};
 use crate::flush::completion::{Watcher, completion};
 use crate::flush::generation::{FrozenMemTable, GenerationMsg};
 use crate::flush::wal_handler::{FlushRequest, WalMsg};
 use crate::flush::{Feedback, Report, Reports};
-use crate::manifest::{FlushedGeneration, ManifestStore};
+use crate::manifest::FlushedGeneration;
 use crate::memtable::{MemTable, WalProgress};
 use crate::stats::{OpenStats, Operation, WalEntryCost};
-use crate::store::{ShardPaths, Store};
 use crate::wal::WalPosition;
 
 /// Where a writer is in its life.
@@ -218,16 +216,11 @@ impl WriterState {
 /// Everything a writer handle owns; see the module docs.
 #[derive(Debug)]
 pub(crate) struct WriterInner {
-    pub shard_id: Uuid,
+    /// The shard this writer claimed, and what it claimed it as.
+    pub claim: Arc<Claim>,
     /// The name the manifest records (`None` for a shard only ever opened by id).
     pub shard_name: Option<String>,
-    pub writer_id: String,
-    pub epoch: u64,
     pub config: WriterConfig,
-    pub schema: SchemaRef,
-    pub store: Store,
-    pub paths: ShardPaths,
-    pub manifests: ManifestStore,
     pub state: Mutex<WriterState>,
     pub feedback: Arc<Feedback>,
     pub wal_tx: mpsc::UnboundedSender<WalMsg>,
@@ -255,14 +248,15 @@ impl WriterInner {
     /// its next call.
     pub async fn collect_garbage(&self) -> Result<crate::gc::GcReport> {
         let collect = async {
-            let manifest = self.manifests.read_latest().await?.ok_or_else(|| {
+            let manifest = self.claim.manifests.read_latest().await?.ok_or_else(|| {
                 Error::io_msg(format!(
                     "shard {} has no manifest; it was deleted while a writer held it",
-                    self.shard_id
+                    self.claim.shard_id()
                 ))
             })?;
-            if crate::manifest::fences(&manifest, self.epoch, &self.writer_id) {
-                let fence = crate::manifest::fenced_by(self.shard_id, self.epoch, &manifest);
+            if crate::manifest::fences(&manifest, self.claim.epoch, &self.claim.writer_id) {
+                let fence =
+                    crate::manifest::fenced_by(self.claim.shard_id(), self.claim.epoch, &manifest);
                 return Err(self.feedback.poison(fence));
             }
             let options = crate::gc::GcOptions {
@@ -270,7 +264,8 @@ impl WriterInner {
                 grace: std::time::Duration::from_millis(self.config.gc_grace_ms),
                 dry_run: false,
             };
-            crate::gc::collect_from(&self.store, &self.paths, &manifest, &options).await
+            let claim = &self.claim;
+            crate::gc::collect_from(&claim.store, &claim.paths, &manifest, &options).await
         };
         let collect = crate::store::faults::as_actor(crate::store::call::Actor::Gc, collect);
         self.feedback.stats.scoped(Operation::Gc, collect).await.0
@@ -279,7 +274,8 @@ impl WriterInner {
     pub fn closed_error(&self) -> Error {
         Error::closed(format!(
             "ShardWriter for shard {} (epoch {}) is closed; open a new writer",
-            self.shard_id, self.epoch
+            self.claim.shard_id(),
+            self.claim.epoch
         ))
     }
 
@@ -309,7 +305,7 @@ impl WriterInner {
         mt.wal_size_triggers = 0;
         tracing::info!(
             target: "memwal::memtable",
-            shard = %self.shard_id,
+            shard = %self.claim.shard_id(),
             generation = old.memtable.generation(),
             batches = old.memtable.store().len(),
             bytes = old.memtable.store().estimated_bytes(),
