@@ -21,6 +21,7 @@
 
 pub mod appender;
 pub mod entry;
+pub mod segment_format;
 
 pub use appender::{AppendedEntry, StagedSentinel, WalAppender};
 pub use entry::WalEntry;
