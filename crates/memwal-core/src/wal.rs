@@ -21,7 +21,7 @@
 
 pub mod appender;
 pub mod entry;
-pub mod segment_format;
+pub mod segments;
 
 pub use appender::{AppendedEntry, StagedSentinel, WalAppender};
 pub use entry::WalEntry;

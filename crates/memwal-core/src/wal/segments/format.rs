@@ -17,7 +17,7 @@
 //! payload: a segment is given a new random salt each time it is (re)used, so the bytes a
 //! recycled segment still holds from its last use never validate, and neither do zeros, a torn
 //! record, or a record copied from another segment. A record's payload is the exact bytes of
-//! the Lance-format WAL entry at its position ([`super::entry`]), so that converting a shard
+//! the Lance-format WAL entry at its position ([`crate::wal::entry`]), so that converting a shard
 //! between layouts copies payloads.
 
 use uuid::Uuid;
