@@ -141,6 +141,46 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
             Err(e) => Err(e),
         }
     }
+
+    // Files written in place (the segment-log WAL, `docs/wal-segments.md`).
+
+    /// Creates the file `path` (`AlreadyExists` if it exists) holding `len` zero bytes, with
+    /// its data and inode synced, so that later writes into it change no metadata (its
+    /// directory entry is durable only after [`Fs::sync_dir`]).
+    fn allocate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let _ = (path, len);
+        Err(unsupported("allocating a file"))
+    }
+    /// Opens the existing file `path` for reads and writes in place. The handle follows the
+    /// file, not the name: a rename does not move its writes elsewhere.
+    fn open_file(&self, path: &Path) -> io::Result<Box<dyn FileHandle>> {
+        let _ = path;
+        Err(unsupported("opening a file for writes in place"))
+    }
+    /// Renames `from` to `to` (both in one directory), failing with `AlreadyExists` if `to`
+    /// exists: two writers can never take one name. Durable only after [`Fs::sync_dir`].
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(unsupported("renaming without replacing"))
+    }
+}
+
+/// An open file written in place, from [`Fs::open_file`].
+pub trait FileHandle: Send + Sync + std::fmt::Debug {
+    /// Writes `data` at `offset` (into the page cache: durable only after
+    /// [`FileHandle::sync_data`]).
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Reads up to `len` bytes at `offset` (fewer at the end of the file).
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>>;
+    /// `fdatasync`: every write so far, and the metadata needed to read it back, durable.
+    fn sync_data(&self) -> io::Result<()>;
+}
+
+fn unsupported(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{what} is not supported by this file system"),
+    )
 }
 
 /// Tries `create` on each of `paths` in order: the index of the first it created, skipping
@@ -628,11 +668,111 @@ impl Fs for StdFs {
         }
         Ok(out)
     }
+
+    fn allocate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        // Zeros written, not a hole or an unwritten extent: a write into either allocates or
+        // converts blocks, which is metadata the append's fdatasync would then have to write.
+        let zeros = vec![0u8; 1 << 20];
+        let mut left = len;
+        let mut writer = io::BufWriter::with_capacity(zeros.len(), &file);
+        while left > 0 {
+            let n = left.min(zeros.len() as u64) as usize;
+            writer.write_all(&zeros[..n])?;
+            left -= n as u64;
+        }
+        writer.flush()?;
+        drop(writer);
+        file.sync_all()
+    }
+
+    fn open_file(&self, path: &Path) -> io::Result<Box<dyn FileHandle>> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Ok(Box::new(StdFile(file)))
+    }
+
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{CWD, RenameFlags, renameat_with};
+            renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            // No atomic no-replace rename: a hard link fails if `to` exists, then the old name
+            // goes (a crash between leaves both names, which a reader of either sees alike).
+            fs::hard_link(from, to)?;
+            fs::remove_file(from)
+        }
+    }
+}
+
+/// A [`FileHandle`] of [`StdFs`].
+#[derive(Debug)]
+struct StdFile(File);
+
+impl FileHandle for StdFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.0.write_all_at(data, offset)
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match self.0.read_at(&mut buf[got..], offset + got as u64)? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        buf.truncate(got);
+        Ok(buf)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_allocated_is_written_in_place_and_renamed_without_replacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (spare, seg, other) = (
+            dir.path().join(".spare"),
+            dir.path().join("1.seg"),
+            dir.path().join("2.seg"),
+        );
+        StdFs.allocate(&spare, 3 << 20).unwrap();
+        assert_eq!(StdFs.stat(&spare).unwrap().len, 3 << 20);
+        assert_eq!(
+            StdFs.allocate(&spare, 1).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        let f = StdFs.open_file(&spare).unwrap();
+        f.write_at(4096, b"record").unwrap();
+        f.sync_data().unwrap();
+        StdFs.rename_noreplace(&spare, &seg).unwrap();
+        // The handle follows the file across the rename.
+        f.write_at(4102, b"!").unwrap();
+        assert_eq!(f.read_at(4096, 7).unwrap(), b"record!");
+        assert_eq!(
+            f.read_at((3 << 20) - 2, 10).unwrap(),
+            vec![0, 0],
+            "short at the end"
+        );
+        StdFs.allocate(&other, 10).unwrap();
+        assert_eq!(
+            StdFs.rename_noreplace(&other, &seg).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        assert_eq!(&StdFs.read(&seg).unwrap()[4096..4103], b"record!");
+    }
 
     /// Publishes `staged` at `a`, then at `[a, b]` twice: the first free name each time, then
     /// `AlreadyExists`; another directory is refused.
