@@ -13,7 +13,7 @@ import {
   ShardWriter,
   type WalAppendEvent,
 } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 /**
  * The next `event` of `w`, as a promise. Events do not keep the process alive (a service has

@@ -18,7 +18,7 @@ import {
   WalTailer,
   collectGarbage,
 } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** The WAL files of the one shard in `dir`. */
 function walFiles(dir: string): string[] {

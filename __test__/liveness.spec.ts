@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url'
 import test from 'ava'
 
 import { ShardWriter } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 const ROOT = join(__dirname, '..')
 

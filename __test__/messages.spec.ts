@@ -18,8 +18,8 @@ import {
   WalTailer,
   dropMemoryStore,
 } from '../index'
-import { memwalCli as memwal, runProcess, type Run } from './child-process'
-import { rows, schema, tempDir } from './helpers'
+import { memwalCli as memwal, runProcess, type Run } from './support/child-process'
+import { rows, schema, tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 const SECRET = 'SUPERSECRETvalue42'

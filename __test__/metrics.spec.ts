@@ -6,7 +6,7 @@ import test from 'ava'
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format'
 
 import { InvalidArgumentError, ObjectStore, ShardWriter, formatMetrics } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 /** The family `name` of a parsed exposition; fails the test if it is missing. */
 function family(families: ParsedFamily[], name: string): ParsedFamily {

@@ -4,7 +4,7 @@
 // scripts/pack.mjs builds the release addon (a no-op after `npm ci`/`npm install`, which build
 // it through `prepare`; minutes from cold) and packs both tarballs. Each test then makes a
 // temp project outside the repo, installs with `npm install --offline` from the local npm
-// cache and with cargo/rustc off PATH, type-checks __test__/fixtures/consumer/smoke.ts against
+// cache and with cargo/rustc off PATH, type-checks __test__/support/consumer-smoke.ts against
 // the installed typings, runs it with tsx, and checks which addon file was loaded.
 //
 // Offline installs need no registry metadata: the temp project gets a lockfile copied from the
@@ -29,8 +29,8 @@ import { pathToFileURL } from 'node:url'
 
 import test from 'ava'
 
-import { runProcess, type Run } from './child-process'
-import { tempDir } from './helpers'
+import { runProcess, type Run } from './support/child-process'
+import { tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 const repoPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -196,7 +196,7 @@ async function installAndRun(
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module', dependencies }, null, 2),
   )
   writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lockfile, null, 2))
-  copyFileSync(join(__dirname, 'fixtures', 'consumer', 'smoke.ts'), join(project, 'smoke.ts'))
+  copyFileSync(join(__dirname, 'support', 'consumer-smoke.ts'), join(project, 'smoke.ts'))
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({

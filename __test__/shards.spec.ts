@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal } from './child-process'
+import { memwalCli as memwal } from './support/child-process'
 import {
   DEFAULT_SHARD_NAME,
   InvalidArgumentError,
@@ -19,7 +19,7 @@ import {
   WalTailer,
   collectGarbage,
 } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** RFC 4122 version-5 UUID of `name` in `namespace`, computed independently of the library. */
 function uuidV5(namespace: string, name: string): string {

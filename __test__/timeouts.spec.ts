@@ -18,7 +18,7 @@ import {
   TimeoutError,
   WalTailer,
 } from '../index'
-import { ids, inMemoryWriter, rows, schema, tempDir } from './helpers'
+import { ids, inMemoryWriter, rows, schema, tempDir } from './support/helpers'
 
 /**
  * A server that accepts connections and never answers, and storage options that reach it;

@@ -8,9 +8,9 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal } from './child-process'
+import { memwalCli as memwal } from './support/child-process'
 import { CorruptError, ShardReader, ShardWriter, WalTailer } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** The file of WAL entry `position` (`bitrev64(position).arrow`, as the layout names it). */
 function walFile(dir: string, shardId: string, position: number): string {
