@@ -1,4 +1,4 @@
-// Logs (issue 17): setLogger receives the core's records as objects, state changes at info
+// Logs: setLogger receives the core's records as objects, state changes at info
 // and nothing per put; MEMWAL_LOG prints them to stderr; by default nothing is logged.
 
 import { join } from 'node:path'

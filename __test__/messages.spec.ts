@@ -1,4 +1,4 @@
-// Error messages (issue 16, items 8-13): bad values described, long values truncated,
+// Error messages: bad values described, long values truncated,
 // credentials in a location never echoed, the demo refusing a URI, and idempotent disposal.
 import { join } from 'node:path'
 import { mkdtempSync, rmSync } from 'node:fs'

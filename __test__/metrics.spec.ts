@@ -1,4 +1,4 @@
-// Writer metrics (issue 17): `stats()` counts object-store requests by kind, retries and
+// Writer metrics: `stats()` counts object-store requests by kind, retries and
 // failures by operation, and latency summaries; `metrics()` is valid Prometheus exposition
 // text with a `shard` label; `put(rows, { cost: true })` reports the WAL entry's cost.
 

@@ -1,4 +1,4 @@
-// Shards by name (issue 15, item 1), as a user meets them: reopening a location reopens its
+// Shards by name, as a user meets them: reopening a location reopens its
 // shard, a name reaches the same shard from any process, listings give names and ids, and a
 // shard folder without a manifest (a first open cut off) is skipped by readers and noted by
 // `memwal inspect`.
