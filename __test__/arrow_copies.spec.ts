@@ -10,7 +10,7 @@ import test, { type ExecutionContext } from 'ava'
 
 import { InvalidArgumentError, SchemaMismatchError, ShardReader, ShardWriter } from '../index'
 import { encode } from '../lib/encoding'
-import { memoryLocation } from './helpers'
+import { memoryLocation } from './support/helpers'
 
 type Arrow = typeof import('apache-arrow')
 type AnyTable = import('apache-arrow').Table

@@ -2,7 +2,7 @@
 // data but are not, empty input, too many batches, the wrong schema; and huge but valid input,
 // which must round-trip. (Tables from other copies of apache-arrow are valid input:
 // arrow_copies.spec.ts.) Part of the bad-input matrix (its
-// shared shard and intact check are in seeded-shard.ts).
+// shared shard and intact check are in support/seeded-shard.ts).
 //
 // Cells already covered in errors.spec.ts are not repeated here: put of an empty batch list
 // and an empty batch, put of an Int64 `id` and put of seven wrong types.
@@ -18,8 +18,8 @@ import {
   ShardWriter,
   type PutData,
 } from '../index'
-import { ids, memoryLocation, nullableId, rows, schema, tableOf, tempDir } from './helpers'
-import { SEEDED, assertIntact, seed } from './seeded-shard'
+import { ids, memoryLocation, nullableId, rows, schema, tableOf, tempDir } from './support/helpers'
+import { SEEDED, assertIntact, seed } from './support/seeded-shard'
 
 function tableWith(s: Schema, idsOf: number[]): Table {
   const columns = s.fields.map((f) =>

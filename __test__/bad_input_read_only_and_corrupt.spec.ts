@@ -2,7 +2,7 @@
 // stops accepting writes), and corrupt manifests (or a deleted manifest folder) at every entry
 // point that needs one.
 // Part of the bad-input matrix (its
-// shared shard and intact check are in seeded-shard.ts).
+// shared shard and intact check are in support/seeded-shard.ts).
 //
 // Cells already covered in errors.spec.ts are not repeated here: a corrupt manifest at
 // ShardWriter.open and ShardReader.open.
@@ -14,8 +14,8 @@ import { join } from 'node:path'
 import test, { type ExecutionContext } from 'ava'
 
 import { CorruptError, FencedError, IoError, MemWalError, ObjectStore, ShardReader, ShardWriter, WalTailer, collectGarbage } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
-import { SEEDED, assertClaimsNothing, assertIntact, seed } from './seeded-shard'
+import { ids, rows, schema, tempDir } from './support/helpers'
+import { SEEDED, assertClaimsNothing, assertIntact, seed } from './support/seeded-shard'
 
 // ---------------------------------------------------------------------------------------------
 // Read-only directories

@@ -1,6 +1,6 @@
 // Bad input to ShardReader.open, WalTailer.open and WalTailer.read, and the check that readers
 // never write. Part of the bad-input matrix (its
-// shared shard and intact check are in seeded-shard.ts).
+// shared shard and intact check are in support/seeded-shard.ts).
 //
 // Cells already covered in errors.spec.ts are not repeated here: a missing shard for readers.
 
@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto'
 import test from 'ava'
 
 import { InvalidArgumentError, ObjectStore, ShardReader, WalTailer } from '../index'
-import { ids, tempDir } from './helpers'
-import { assertIntact, seed } from './seeded-shard'
+import { ids, tempDir } from './support/helpers'
+import { assertIntact, seed } from './support/seeded-shard'
 
 test('ShardReader.open and WalTailer.open reject a wrong location, options or shard id with INVALID_ARGUMENT', async (t) => {
   const store = ObjectStore.memory()

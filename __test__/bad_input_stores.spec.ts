@@ -2,7 +2,7 @@
 // an empty or unsupported location, a regular file, a path that does not exist, a name too long
 // for the file system or holding a NUL byte, and store.faults given bad counts and flags.
 // Part of the bad-input matrix (its
-// shared shard and intact check are in seeded-shard.ts).
+// shared shard and intact check are in support/seeded-shard.ts).
 //
 // Cells already covered in errors.spec.ts are not repeated here: a location under a regular
 // file, failWalPuts(-1) and failWalPuts(NaN).
@@ -14,8 +14,8 @@ import { randomUUID } from 'node:crypto'
 import test from 'ava'
 
 import { InvalidArgumentError, IoError, ObjectStore, ShardReader, ShardWriter, WalTailer } from '../index'
-import { rows, schema, tempDir } from './helpers'
-import { SEEDED, assertIntact, seed } from './seeded-shard'
+import { rows, schema, tempDir } from './support/helpers'
+import { SEEDED, assertIntact, seed } from './support/seeded-shard'
 
 test('ObjectStore factories reject a wrong type or an empty location with INVALID_ARGUMENT', (t) => {
   for (const bad of [42, undefined, null, {}, ['a'], Symbol.iterator]) {

@@ -1,7 +1,7 @@
 // Bad input to ShardWriter.open (a wrong location, options or schema, every option out of
 // range, a schema differing only in nullability), and calls on a closed, aborted or WAL-only
 // writer. Part of the bad-input matrix (its
-// shared shard and intact check are in seeded-shard.ts).
+// shared shard and intact check are in support/seeded-shard.ts).
 //
 // Cells already covered in errors.spec.ts are not repeated here: a reopen with an Int64
 // schema, the first bad-config cases and put/flush/scan/forceSealActive/close after close().
@@ -10,8 +10,8 @@ import test from 'ava'
 import { Schema, tableToIPC } from 'apache-arrow'
 
 import { ClosedError, InvalidArgumentError, ObjectStore, SchemaMismatchError, ShardWriter } from '../index'
-import { memoryLocation, nullableId, rows, schema } from './helpers'
-import { assertClaimsNothing, assertIntact, seed } from './seeded-shard'
+import { memoryLocation, nullableId, rows, schema } from './support/helpers'
+import { assertClaimsNothing, assertIntact, seed } from './support/seeded-shard'
 
 // ---------------------------------------------------------------------------------------------
 // ShardWriter.open

@@ -8,9 +8,9 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal, runProcess, type Run } from './child-process'
+import { memwalCli as memwal, runProcess, type Run } from './support/child-process'
 import { ShardReader, ShardWriter } from '../index'
-import { rows, schema, tempDir } from './helpers'
+import { rows, schema, tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 

@@ -8,9 +8,9 @@ import { join } from 'node:path'
 
 import test, { type ExecutionContext } from 'ava'
 
-import { memwalCli as memwal } from './child-process'
+import { memwalCli as memwal } from './support/child-process'
 import { ShardReader, ShardWriter } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 // Exit codes, as documented in the README and `memwal --help`.
 const USAGE = 2

@@ -8,10 +8,10 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal, runProcess } from './child-process'
+import { memwalCli as memwal, runProcess } from './support/child-process'
 import { ObjectStore, ShardReader, ShardWriter, WalTailer, dropMemoryStore } from '../index'
 import { renderStats, shardStats } from '../cli/stats.js'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 

@@ -46,7 +46,7 @@ import {
 } from 'apache-arrow'
 
 import { ShardReader, ShardWriter } from '../index'
-import { memoryLocation } from './helpers'
+import { memoryLocation } from './support/helpers'
 
 // Tables travel to Rust as column buffers (no IPC encoding in JavaScript). These tests check
 // that every supported type, with nulls and slices, arrives exactly as the IPC path delivers it.

@@ -1,7 +1,7 @@
 // Acknowledged puts survive kill -9: the crash loop. A child process writes to a durable and a
 // non-durable shard until it is SIGKILLed at a random moment; the parent reopens both shards
 // (a new ShardWriter replays the WAL), scans them and checks the child's logged history
-// (crash-history.ts). A SIGKILL keeps the page cache, so this finds process-crash bugs
+// (support/crash-history.ts). A SIGKILL keeps the page cache, so this finds process-crash bugs
 // (lost acknowledgements, torn puts, replay errors), not missing fsyncs: the Rust power-loss
 // tests cover those.
 //
@@ -16,14 +16,14 @@ import { randomUUID } from 'node:crypto'
 import test from 'ava'
 
 import { ShardReader, ShardWriter } from '../index'
-import { checkHistory, crashRows, crashSchema, padOf, parseLog, prng } from './crash-history'
-import type { CrashRow, WriterKind } from './crash-history'
-import { runCount, tempDir } from './helpers'
+import { checkHistory, crashRows, crashSchema, padOf, parseLog, prng } from './support/crash-history'
+import type { CrashRow, WriterKind } from './support/crash-history'
+import { runCount, tempDir } from './support/helpers'
 
 const ITERATIONS = runCount('MEMWAL_CRASH_ITERATIONS', { ci: 100, long: 3000 })
 /** Iterations per pair of shards; a fresh pair keeps each reopen's scan small. */
 const ROUND = 50
-const CHILD = join(__dirname, 'crash-child.ts')
+const CHILD = join(__dirname, 'support', 'crash-child.ts')
 const KINDS: WriterKind[] = ['d', 'n']
 
 interface Killed {

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { tempDir } from './helpers'
+import { tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 

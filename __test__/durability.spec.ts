@@ -1,7 +1,7 @@
 import test from 'ava'
 
 import { ClosedError, FencedError, ObjectStore, ShardWriter, WalTailer } from '../index'
-import { ids, inMemoryWriter, memoryLocation, rows, schema, tempDir } from './helpers'
+import { ids, inMemoryWriter, memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 test('an injected persistence failure rejects the put with PersistenceFailure and poisons the writer', async (t) => {
   const { store, w } = await inMemoryWriter({

@@ -17,7 +17,7 @@ import {
   WalTailer,
   ObjectStore,
 } from '../index'
-import { ids, memoryLocation, rows, schema, tableOf, tempDir } from './helpers'
+import { ids, memoryLocation, rows, schema, tableOf, tempDir } from './support/helpers'
 
 test('an empty batch list is INVALID_ARGUMENT and leaves the shard intact', async (t) => {
   const w = await ShardWriter.open(memoryLocation(), { schema })

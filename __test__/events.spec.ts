@@ -1,4 +1,4 @@
-// Writer events (issue 17, item 1), as a service wires them: `writer.on(...)` fires with the
+// Writer events, as a service wires them: `writer.on(...)` fires with the
 // fields each event documents, and a background failure arrives at once, with no call waiting.
 
 import test from 'ava'
@@ -13,7 +13,7 @@ import {
   ShardWriter,
   type WalAppendEvent,
 } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 /**
  * The next `event` of `w`, as a promise. Events do not keep the process alive (a service has

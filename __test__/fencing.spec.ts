@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import test from 'ava'
 
 import { FencedError, ShardWriter, ShardReader, type Location, type ShardHolder } from '../index'
-import { runProcess } from './child-process'
-import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+import { runProcess } from './support/child-process'
+import { ids, memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 const config = { maxWalFlushIntervalMs: null, maxMemtableSize: 64 << 20 }
 
@@ -131,7 +131,7 @@ test('a FencedError names a successor in another process by its pid', async (t) 
   const dir = tempDir(t)
   const a = await ShardWriter.open(dir, { schema })
   await a.put(rows([1]))
-  const child = await runProcess(process.execPath, ['--import', 'tsx', join(__dirname, 'holder-child.ts'), dir, a.shardId], {
+  const child = await runProcess(process.execPath, ['--import', 'tsx', join(__dirname, 'support', 'holder-child.ts'), dir, a.shardId], {
     cwd: join(__dirname, '..'),
   })
   t.is(child.code, 0, child.stderr)

@@ -1,4 +1,4 @@
-// Garbage collection and tailers that survive it (issue 15, items 3 and 5), through the API a
+// Garbage collection and tailers that survive it, through the API a
 // service uses: collectGarbage, writer.collectGarbage and the `gc*` options, TruncatedError,
 // WalTailer.firstPosition and follow(). What is kept and why fencing holds is tested in the
 // core (crates/memwal-core/tests/gc.rs); here, that the JavaScript surface says it right.
@@ -18,7 +18,7 @@ import {
   WalTailer,
   collectGarbage,
 } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** The WAL files of the one shard in `dir`. */
 function walFiles(dir: string): string[] {

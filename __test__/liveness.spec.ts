@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url'
 import test from 'ava'
 
 import { ShardWriter } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 const ROOT = join(__dirname, '..')
 
@@ -54,7 +54,7 @@ test('a tight loop of non-durable puts lets timers fire and another writer’s d
 // open (background ticker and all) must still exit by itself.
 function runScript(body: string): Promise<{ code: number | null; signal: string | null; out: string; ms: number }> {
   const script = `
-    import { ShardWriter, ObjectStore } from ${JSON.stringify(pathToFileURL(join(ROOT, 'index.mjs')).href)}
+    import { ShardWriter, ObjectStore } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'index.mjs')).href)}
     import { tableFromArrays, Schema, Field, Int32 } from 'apache-arrow'
     const schema = new Schema([new Field('id', new Int32(), false)])
     const one = () => tableFromArrays({ id: Int32Array.from([1]) })

@@ -1,4 +1,4 @@
-// Logs (issue 17): setLogger receives the core's records as objects, state changes at info
+// Logs: setLogger receives the core's records as objects, state changes at info
 // and nothing per put; MEMWAL_LOG prints them to stderr; by default nothing is logged.
 
 import { join } from 'node:path'
@@ -6,8 +6,8 @@ import { join } from 'node:path'
 import test from 'ava'
 
 import { InvalidArgumentError, type LogRecord, ShardWriter, setLogger } from '../index'
-import { runProcess } from './child-process'
-import { rows, schema, tempDir } from './helpers'
+import { runProcess } from './support/child-process'
+import { rows, schema, tempDir } from './support/helpers'
 
 /** A logger that keeps every record, and a wait for the first one that `matches`. */
 function recorder() {
@@ -106,7 +106,7 @@ test.serial('setLogger refuses what is not a logger or a level', (t) => {
   })
 })
 
-const child = join(__dirname, 'logging-child.ts')
+const child = join(__dirname, 'support', 'logging-child.ts')
 
 test('MEMWAL_LOG=debug prints the records to stderr; without it nothing is logged', async (t) => {
   const logged = await runProcess(process.execPath, ['--import', 'tsx', child, tempDir(t)], {

@@ -1,4 +1,4 @@
-// Error messages (issue 16, items 8-13): bad values described, long values truncated,
+// Error messages: bad values described, long values truncated,
 // credentials in a location never echoed, the demo refusing a URI, and idempotent disposal.
 import { join } from 'node:path'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -18,8 +18,8 @@ import {
   WalTailer,
   dropMemoryStore,
 } from '../index'
-import { memwalCli as memwal, runProcess, type Run } from './child-process'
-import { rows, schema, tempDir } from './helpers'
+import { memwalCli as memwal, runProcess, type Run } from './support/child-process'
+import { rows, schema, tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 const SECRET = 'SUPERSECRETvalue42'

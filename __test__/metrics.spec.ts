@@ -1,4 +1,4 @@
-// Writer metrics (issue 17): `stats()` counts object-store requests by kind, retries and
+// Writer metrics: `stats()` counts object-store requests by kind, retries and
 // failures by operation, and latency summaries; `metrics()` is valid Prometheus exposition
 // text with a `shard` label; `put(rows, { cost: true })` reports the WAL entry's cost.
 
@@ -6,7 +6,7 @@ import test from 'ava'
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format'
 
 import { InvalidArgumentError, ObjectStore, ShardWriter, formatMetrics } from '../index'
-import { memoryLocation, rows, schema, tempDir } from './helpers'
+import { memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 /** The family `name` of a parsed exposition; fails the test if it is missing. */
 function family(families: ParsedFamily[], name: string): ParsedFamily {

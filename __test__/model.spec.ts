@@ -34,7 +34,7 @@ import {
   type FenceReason,
   type ShardWriterOptions,
 } from '../index'
-import { LONG, ids, rows, runCount, schema } from './helpers'
+import { LONG, ids, rows, runCount, schema } from './support/helpers'
 
 const RUNS = runCount('MEMWAL_MODEL_RUNS', { ci: 100, long: 10_000 })
 const CI_SEED = 20_251_202

@@ -4,7 +4,7 @@
 // scripts/pack.mjs builds the release addon (a no-op after `npm ci`/`npm install`, which build
 // it through `prepare`; minutes from cold) and packs both tarballs. Each test then makes a
 // temp project outside the repo, installs with `npm install --offline` from the local npm
-// cache and with cargo/rustc off PATH, type-checks __test__/fixtures/consumer/smoke.ts against
+// cache and with cargo/rustc off PATH, type-checks __test__/support/consumer-smoke.ts against
 // the installed typings, runs it with tsx, and checks which addon file was loaded.
 //
 // Offline installs need no registry metadata: the temp project gets a lockfile copied from the
@@ -29,8 +29,8 @@ import { pathToFileURL } from 'node:url'
 
 import test from 'ava'
 
-import { runProcess, type Run } from './child-process'
-import { tempDir } from './helpers'
+import { runProcess, type Run } from './support/child-process'
+import { tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
 const repoPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -196,7 +196,7 @@ async function installAndRun(
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module', dependencies }, null, 2),
   )
   writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lockfile, null, 2))
-  copyFileSync(join(__dirname, 'fixtures', 'consumer', 'smoke.ts'), join(project, 'smoke.ts'))
+  copyFileSync(join(__dirname, 'support', 'consumer-smoke.ts'), join(project, 'smoke.ts'))
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({
@@ -251,19 +251,26 @@ test('the main tarball carries the JS, the CLI and prebuilds/linux-x64, and no l
   const files = listTarball(main)
   for (const f of [
     'package/package.json',
-    'package/index.js',
-    'package/index.mjs',
-    'package/index.d.ts',
-    'package/index.d.mts',
+    'package/dist/index.js',
+    'package/dist/index.mjs',
+    'package/dist/index.d.ts',
+    'package/dist/index.d.mts',
+    'package/dist/lib/writer.js',
+    'package/dist/lib/writer.mjs',
     'package/binding.js',
     'package/binding.d.ts',
     'package/native.js',
     'package/native.d.ts',
-    'package/cli/main.js',
+    'package/dist/cli/main.js',
     'package/prebuilds/linux-x64/memwal.glibc.node',
   ]) {
     t.true(files.includes(f), `${f} is in the main tarball`)
   }
+  // Compiled output lives in dist/ only; the loader and the addon stay at the root.
+  t.deepEqual(
+    files.filter((f) => /\.(m?js|d\.m?ts)$/.test(f) && !f.startsWith('package/dist/')).sort(),
+    ['package/binding.d.ts', 'package/binding.js', 'package/native.d.ts', 'package/native.js'],
+  )
   t.deepEqual(
     files.filter((f) => f.endsWith('.node')),
     ['package/prebuilds/linux-x64/memwal.glibc.node'],
@@ -301,6 +308,12 @@ test('installed from the main tarball alone, memwal loads prebuilds/ through nod
   )
   t.is(inspect.code, 0, inspect.stderr)
   t.regex(inspect.stdout, new RegExp(`^shard default \\(${report.shardId}\\)$`, 'm'))
+  const version = await runProcess(join(project, 'node_modules', '.bin', 'memwal'), ['--version'], {
+    cwd: project,
+    env: consumerEnv(),
+  })
+  t.is(version.code, 0, version.stderr)
+  t.is(version.stdout.trim(), repoPackage.version, 'the installed CLI finds the package.json above dist/')
 })
 
 test('installed with the platform package, memwal loads memwal-linux-x64-gnu first', async (t) => {

@@ -8,8 +8,8 @@ import test from 'ava'
 import { Field, Int64, Schema, Utf8, makeVector, vectorFromArray, type Table } from 'apache-arrow'
 
 import { ShardReader, ShardWriter } from '../index'
-import { memwalCli as memwal } from './child-process'
-import { tableOf, tempDir } from './helpers'
+import { memwalCli as memwal } from './support/child-process'
+import { tableOf, tempDir } from './support/helpers'
 
 const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)])
 

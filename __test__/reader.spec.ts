@@ -1,7 +1,7 @@
 import test from 'ava'
 
 import { ClosedError, InvalidArgumentError, ShardReader, ShardWriter, type WalEntry, WalTailer } from '../index'
-import { ids, memoryLocation, rows, schema } from './helpers'
+import { ids, memoryLocation, rows, schema } from './support/helpers'
 
 test('a reader sees generations and the WAL tail, and never writes', async (t) => {
   const loc = memoryLocation()

@@ -5,7 +5,7 @@ import test from 'ava'
 import { Field, Int64, Schema, TimestampMillisecond, Utf8, tableFromArrays } from 'apache-arrow'
 
 import { ShardWriter } from '../index'
-import { tempDir } from './helpers'
+import { tempDir } from './support/helpers'
 
 const README = path.join(__dirname, '..', 'README.md')
 

@@ -8,9 +8,9 @@ import { join } from 'node:path'
 import test from 'ava'
 
 import { InvalidArgumentError, ShardWriter } from '../index'
-import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+import { ids, memoryLocation, rows, schema, tempDir } from './support/helpers'
 
-const CHILD = join(__dirname, 'request-id-child.ts')
+const CHILD = join(__dirname, 'support', 'request-id-child.ts')
 
 test('a retry with the same requestId gets the first result and writes nothing, even with other data', async (t) => {
   const w = await ShardWriter.open(memoryLocation(), { schema, maxWalFlushIntervalMs: null })

@@ -44,7 +44,7 @@ import {
 } from 'apache-arrow'
 
 import { ShardReader, ShardWriter } from '../index'
-import { memoryLocation, tempDir } from './helpers'
+import { memoryLocation, tempDir } from './support/helpers'
 
 /** A nullable field. */
 const f = (name: string, type: DataType, nullable = true) => new Field(name, type, nullable)

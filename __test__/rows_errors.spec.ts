@@ -38,7 +38,7 @@ import {
 } from 'apache-arrow'
 
 import { InvalidArgumentError, ShardWriter } from '../index'
-import { memoryLocation } from './helpers'
+import { memoryLocation } from './support/helpers'
 
 const f = (name: string, type: DataType, nullable = true) => new Field(name, type, nullable)
 

@@ -13,8 +13,8 @@ import {
   WalTailer,
   type StorageOptions,
 } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
-import { startS3Server } from './s3-server'
+import { ids, rows, schema, tempDir } from './support/helpers'
+import { startS3Server } from './support/s3-server'
 
 const config = { maxWalFlushIntervalMs: null, maxMemtableSize: 64 << 20 }
 
@@ -165,7 +165,7 @@ test('s3://, gs:// and az:// locations without credentials fail at once with wha
 // Two writer processes on one S3 location
 // ---------------------------------------------------------------------------------------------
 
-const CHILD = join(__dirname, 's3-child.ts')
+const CHILD = join(__dirname, 'support', 's3-child.ts')
 
 interface Reply {
   id?: number
@@ -178,7 +178,7 @@ interface Reply {
   error?: { code: string; fenceReason?: string; message: string } | null
 }
 
-/** A writer process (`s3-child.ts`), driven by JSON-line commands. */
+/** A writer process (`support/s3-child.ts`), driven by JSON-line commands. */
 class WriterProcess {
   readonly #child: ChildProcess
   readonly #messages: Reply[] = []

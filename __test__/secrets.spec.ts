@@ -13,9 +13,9 @@ import { join } from 'node:path'
 import test from 'ava'
 
 import { type LogRecord, ObjectStore, ShardWriter, type StorageOptions, setLogger } from '../index'
-import { runProcess, type Run } from './child-process'
-import { rows, schema, tempDir } from './helpers'
-import { type S3Server, startS3Server } from './s3-server'
+import { runProcess, type Run } from './support/child-process'
+import { rows, schema, tempDir } from './support/helpers'
+import { type S3Server, startS3Server } from './support/s3-server'
 
 const root = join(__dirname, '..')
 
@@ -266,7 +266,7 @@ test.serial('MEMWAL_LOG=trace never prints an endpoint’s or a location’s cre
   const planted = plantedLocation(s3.location('stderr'))
   const r = await runProcess(
     process.execPath,
-    ['--import', 'tsx', join(__dirname, 'logging-child.ts'), planted, JSON.stringify(plantedStorage(s3))],
+    ['--import', 'tsx', join(__dirname, 'support', 'logging-child.ts'), planted, JSON.stringify(plantedStorage(s3))],
     { cwd: __dirname, env: { ...process.env, MEMWAL_LOG: 'trace' } },
   )
   t.is(r.code, 0, r.stderr)

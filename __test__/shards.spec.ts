@@ -1,4 +1,4 @@
-// Shards by name (issue 15, item 1), as a user meets them: reopening a location reopens its
+// Shards by name, as a user meets them: reopening a location reopens its
 // shard, a name reaches the same shard from any process, listings give names and ids, and a
 // shard folder without a manifest (a first open cut off) is skipped by readers and noted by
 // `memwal inspect`.
@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal } from './child-process'
+import { memwalCli as memwal } from './support/child-process'
 import {
   DEFAULT_SHARD_NAME,
   InvalidArgumentError,
@@ -19,7 +19,7 @@ import {
   WalTailer,
   collectGarbage,
 } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** RFC 4122 version-5 UUID of `name` in `namespace`, computed independently of the library. */
 function uuidV5(namespace: string, name: string): string {

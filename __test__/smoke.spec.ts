@@ -1,7 +1,7 @@
 import test from 'ava'
 
 import { ShardWriter, ShardReader } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 test('a durable put is readable through scan and after reopen', async (t) => {
   const dir = tempDir(t)

@@ -19,8 +19,8 @@ import {
   type StoreStall,
   collectGarbage,
 } from '../index'
-import { runProcess } from './child-process'
-import { ids, rows, schema, tempDir } from './helpers'
+import { runProcess } from './support/child-process'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** Durable, collecting only when a test asks, keeping as few manifest versions as allowed. */
 const config: ShardWriterOptions = { schema, gc: false, compaction: false, gcKeepManifestVersions: 2 }
@@ -178,7 +178,7 @@ test('stall rejects unknown names and bad arguments, naming what it takes', (t) 
 })
 
 test('an awaited stall holds the process open while a writer may still make its call, and not once the writer closed', async (t) => {
-  const child = join(__dirname, 'stall-child.ts')
+  const child = join(__dirname, 'support', 'stall-child.ts')
   const run = await runProcess(process.execPath, ['--import', 'tsx', child, tempDir(t)], { cwd: __dirname })
   t.is(run.stderr, '')
   t.is(run.stdout, 'reached\nreleased and closed\n')

@@ -1,4 +1,4 @@
-// Deadlines (issue 16, item 6): a store that accepts connections and never answers fails in
+// Deadlines: a store that accepts connections and never answers fails in
 // time with a TimeoutError naming the operation, and a call's `signal` rejects it with Node's
 // AbortError shape. The silent store is a TCP server on 127.0.0.1 that accepts and holds every
 // connection; no test here waits for a store's default budget.
@@ -18,7 +18,7 @@ import {
   TimeoutError,
   WalTailer,
 } from '../index'
-import { ids, inMemoryWriter, rows, schema, tempDir } from './helpers'
+import { ids, inMemoryWriter, rows, schema, tempDir } from './support/helpers'
 
 /**
  * A server that accepts connections and never answers, and storage options that reach it;

@@ -1,4 +1,4 @@
-// No silent gaps (issue 15, item 4), as a user meets them: delete WAL entry 4 of 10 by hand,
+// No silent gaps, as a user meets them: delete WAL entry 4 of 10 by hand,
 // and every way of reading the shard says so, naming the slot, instead of returning 30 of 100
 // rows; put it back and everything is there. A copy of an entry in the next slot is refused
 // rather than replayed twice. Deleting the newest entry is the one gap nothing can see.
@@ -8,9 +8,9 @@ import { join } from 'node:path'
 
 import test from 'ava'
 
-import { memwalCli as memwal } from './child-process'
+import { memwalCli as memwal } from './support/child-process'
 import { CorruptError, ShardReader, ShardWriter, WalTailer } from '../index'
-import { ids, rows, schema, tempDir } from './helpers'
+import { ids, rows, schema, tempDir } from './support/helpers'
 
 /** The file of WAL entry `position` (`bitrev64(position).arrow`, as the layout names it). */
 function walFile(dir: string, shardId: string, position: number): string {

@@ -2,7 +2,7 @@ import test from 'ava'
 import { RecordBatch, tableFromArrays, tableToIPC } from 'apache-arrow'
 
 import { ShardWriter, ShardReader } from '../index'
-import { ids, memoryLocation, rows, schema, tempDir } from './helpers'
+import { ids, memoryLocation, rows, schema, tempDir } from './support/helpers'
 
 test('batch positions are local to the generation across a rotation', async (t) => {
   const w = await ShardWriter.open(memoryLocation(), { schema, maxWalFlushIntervalMs: null })

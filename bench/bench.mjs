@@ -6,7 +6,8 @@
 //   1. the root package's dependencies (`npm ci` at the root, which also builds the addon);
 //   2. the release addon and the compiled API (`npm run build`), rebuilt when missing, when the
 //      addon is a debug build, or when a Rust source is newer than it; the compiled API alone
-//      (`npm run build:ts`) when index.ts or a lib/*.ts is newer than its .js or that is missing
+//      (`npm run build:ts`) when index.ts or a lib/*.ts is newer than its build in dist/ or that
+//      is missing
 //      (skip: --no-build);
 //   3. this package's dependencies (`npm ci` here; bench/.npmrc turns install scripts off);
 //   4. better-sqlite3's native module, built from source with node-gyp (prebuilt downloads
@@ -129,17 +130,19 @@ step('release addon', () => {
   return true
 })
 
-step('compiled API (index.js, lib/*.js)', () => {
+step('compiled API (dist/)', () => {
   if (noBuild) return false
-  // The API is index.ts and the modules it re-exports from lib/: each compiles to a .js beside it.
+  // The API is index.ts and the modules it re-exports from lib/: each compiles to dist/, at the
+  // same path, as .js and .mjs at once (scripts/build-ts.mjs), so one of them dates both.
   const sources = [
-    path.join(root, 'index.ts'),
+    'index.ts',
     ...fs
       .readdirSync(path.join(root, 'lib'))
       .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
-      .map((f) => path.join(root, 'lib', f)),
+      .map((f) => `lib/${f}`),
   ]
-  if (sources.every((ts) => mtime(ts.replace(/\.ts$/, '.js')) >= mtime(ts))) return false
+  const built = (ts) => path.join(root, 'dist', ts.replace(/\.ts$/, '.mjs'))
+  if (sources.every((ts) => mtime(built(ts)) >= mtime(path.join(root, ts)))) return false
   run('npm', ['run', 'build:ts'], root)
   return true
 })

@@ -5,7 +5,7 @@
 //   node durable-clients.mjs                        64 clients, 5 s, collection every 60 s
 //   SECS=100 GC_INTERVAL_MS=20000 node durable-clients.mjs
 //   SECS=100 GC=0 node durable-clients.mjs          no background collection
-//   MEMWAL=/path/to/other/checkout/index.mjs ...    another build of memwal
+//   MEMWAL=/path/to/other/checkout/dist/index.mjs ...    another build of memwal
 //
 // Prints the rate of each 5 s window while it runs, then one JSON line: puts/s, the JavaScript
 // thread's busy time per put, and the writer's WAL append latencies. The data directory (in

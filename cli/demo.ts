@@ -11,7 +11,7 @@ import type { Command } from 'commander'
 import { Field, Float64, Int32, Int64, Schema, type Table, Utf8, makeVector, vectorFromArray } from 'apache-arrow'
 
 import { FencedError, ShardReader, ShardWriter } from '../index.js'
-import { tableOf } from '../lib/table.js'
+import { tableOf } from './table.js'
 import { CliError, Exit } from './exit-codes.js'
 import { integerAtLeast } from './options.js'
 import { formatBytes, formatCount } from './output.js'

@@ -20,13 +20,18 @@ import { scanCommand } from './scan.js'
 import { statsCommand } from './stats.js'
 import { walCommand } from './wal.js'
 
+// The package's own package.json is the nearest one above this file: one level up from the
+// source (cli/main.ts), two from the build (dist/cli/main.js), which has none in dist/.
 function version(): string {
-  try {
-    const pkg: unknown = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8'))
-    return String((pkg as { version?: unknown }).version ?? 'unknown')
-  } catch {
-    return 'unknown'
+  for (const up of [['..'], ['..', '..']]) {
+    try {
+      const pkg: unknown = JSON.parse(readFileSync(join(__dirname, ...up, 'package.json'), 'utf8'))
+      return String((pkg as { version?: unknown }).version ?? 'unknown')
+    } catch {
+      // not here: try one level further up
+    }
   }
+  return 'unknown'
 }
 
 function program(): Command {

@@ -40,7 +40,7 @@ export interface ShardWriterOptions {
   durableWrite?: boolean
   /**
    * `false` selects WAL-only mode: puts go to the WAL only (no scan, no generations, no replay);
-   * positions are writer-lifetime.
+   * batch positions are writer-lifetime.
    * @defaultValue true
    */
   enableMemtable?: boolean
@@ -57,7 +57,7 @@ export interface ShardWriterOptions {
    */
   maxWalFlushIntervalMs?: number | null
   /**
-   * Retries of a failing WAL put at the same position before the writer fences itself with
+   * Retries of a failing WAL append at the same WAL position before the writer fences itself with
    * `PersistenceFailure`.
    * @defaultValue 3
    */
@@ -477,7 +477,7 @@ const PUT_OPTIONS: Record<keyof PutOptions, OptionKind> = { requestId: 'string',
 export interface FlushOptions {
   /**
    * Stops waiting: `flush` rejects with an {@link AbortError} (`cause`: the signal's reason).
-   * The flush it asked for still happens.
+   * The WAL append it asked for still happens.
    * @defaultValue none
    */
   signal?: AbortSignal

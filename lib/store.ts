@@ -201,8 +201,8 @@ export class StoreStall {
 
   /**
    * Lets the held call continue; if it was not reached yet, it will pass straight through.
-   * Idempotent. A stall that is never released holds its call until this object is
-   * garbage-collected, so release every stall (or arm it with `using`) before closing what
+   * Idempotent. A stall that is never released holds its call until the JavaScript engine
+   * reclaims this object, so release every stall (or arm it with `using`) before closing what
    * waits on it.
    */
   release(): void {
@@ -234,8 +234,8 @@ export class StoreFaults {
   }
 
   /**
-   * Fail the next `n` WAL-entry puts with a transient error; `Infinity` fails every WAL put
-   * until {@link StoreFaults.recover}.
+   * Fail the next `n` WAL appends (the creates of WAL entries) with a transient error;
+   * `Infinity` fails every WAL append until {@link StoreFaults.recover}.
    */
   failWalPuts(n: number): void {
     if (typeof n !== 'number') {
@@ -244,7 +244,7 @@ export class StoreFaults {
     callSync(() => this.#native.failWalPuts(n))
   }
 
-  /** When on, a failing WAL put lands in the store before its error is returned. */
+  /** When on, a failing WAL append lands in the store before its error is returned. */
   setLostAck(on: boolean): void {
     if (typeof on !== 'boolean') {
       throw new InvalidArgumentError(`setLostAck(on) expects a boolean, got ${describeValue(on)}`)
@@ -253,7 +253,7 @@ export class StoreFaults {
   }
 
   /**
-   * Switches every fault off: WAL put failures, lost acknowledgements, and the failures and
+   * Switches every fault off: WAL append failures, lost acknowledgements, and the failures and
    * delays armed by {@link StoreFaults.fail} and {@link StoreFaults.delay} not yet used. Armed
    * stalls stay until released.
    */
@@ -261,7 +261,7 @@ export class StoreFaults {
     callSync(() => this.#native.recover())
   }
 
-  /** WAL-entry puts attempted through this store so far (failed or not). */
+  /** WAL appends attempted through this store so far (failed or not). */
   walPutAttempts(): number {
     return callSync(() => this.#native.walPutAttempts())
   }
@@ -312,7 +312,7 @@ export class StoreFaults {
 
   /**
    * Fails the next `times` store calls that match `options` (any actor, operation and object:
-   * a generation flush, a manifest commit, a reader's read, not only WAL puts) with a transient
+   * a generation flush, a manifest commit, a reader's read, not only WAL appends) with a transient
    * error whose message says `injected failure`. With `when: 'before'` (the default) the call
    * never reaches the store; with `'after'` it does, and its answer is lost (the ambiguous
    * "applied, response lost" case). memwal treats it as it treats the same failure from a real

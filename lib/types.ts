@@ -57,7 +57,7 @@ export interface PutNoWaitResult {
 
 /** One WAL entry, as read by a {@link WalTailer}. */
 export interface WalEntry {
-  /** 1-based position. */
+  /** 1-based WAL position. */
   position: number
   /** Epoch of the writer that appended it. */
   writerEpoch: number

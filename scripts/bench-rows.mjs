@@ -20,7 +20,7 @@ import {
   tableFromArrays,
 } from 'apache-arrow'
 
-import { ShardWriter } from '../index.mjs'
+import { ShardWriter } from '../dist/index.mjs'
 
 const { values: args } = parseArgs({
   options: { puts: { type: 'string', default: '20000' }, rounds: { type: 'string', default: '5' } },

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { ShardWriter } from '../index.mjs'
+import { ShardWriter } from '../dist/index.mjs'
 import { opt, root, schema, startS3Server, tables } from './s3-workload.mjs'
 
 const seconds = Number(opt('seconds', '5'))

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { ShardWriter } from '../index.mjs'
+import { ShardWriter } from '../dist/index.mjs'
 import { opt, schema, startS3Server, tables } from './s3-workload.mjs'
 
 const puts = Number(opt('puts', '2000'))

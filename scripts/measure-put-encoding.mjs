@@ -9,14 +9,14 @@
 // Each round opens a fresh non-durable writer on a memory:// store (no WAL appends: no ticker,
 // no size trigger) and times `await writer.put(table)` back to back over a pool of prebuilt
 // Tables: wall time and the process's CPU time per put (steadier on a busy machine). It also
-// times the JavaScript encoding alone (`encode` of lib/encoding.js, what a put does before the
+// times the JavaScript encoding alone (`encode` of dist/lib/encoding.js, what a put does before the
 // native call). Each figure is the median of the rounds, in microseconds.
 import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 
 const require = createRequire(import.meta.url)
-const memwal = require('../index.js')
-const { encode } = require('../lib/encoding.js')
+const memwal = require('../dist/index.js')
+const { encode } = require('../dist/lib/encoding.js')
 const arrow = require('apache-arrow')
 
 const PUTS = Number(process.argv[2] ?? 4000)

@@ -9,7 +9,7 @@
 // The release addon comes from prebuildify driving the napi build through
 // scripts/napi-gyp-shim.sh. Everything is staged in a temp directory and packed with
 // `npm pack --ignore-scripts`, so packing never rewrites the repo's own build outputs
-// (memwal.linux-x64-gnu.node, binding.js, index.js), which running tests may have loaded.
+// (memwal.linux-x64-gnu.node, binding.js, dist/), which running tests may have loaded.
 // Prints the tarball paths, one per line. __test__/packaging.spec.ts installs them offline.
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -55,8 +55,8 @@ try {
   const addons = fs.readdirSync(prebuilds).filter((f) => f.endsWith('.node'))
   if (addons.length !== 1) throw new Error(`expected one addon in ${prebuilds}, found ${addons.join(', ') || 'none'}`)
 
-  // 2. The JS side: compiled TS (index, CLI) and the files the package lists.
-  run(process.execPath, [join(root, 'scripts', 'build-ts.mjs'), main])
+  // 2. The JS side: compiled TS (dist/: the API and the CLI) and the files the package lists.
+  run(process.execPath, [join(root, 'scripts', 'build-ts.mjs'), join(main, 'dist')])
   for (const f of ['README.md', 'binding.js', 'binding.d.ts', 'native.js', 'native.d.ts']) {
     fs.copyFileSync(join(root, f), join(main, f))
   }

@@ -7,7 +7,7 @@
 
 import { appendFileSync } from 'node:fs'
 
-import { FencedError, ShardWriter } from '../index.js'
+import { FencedError, ShardWriter } from '../dist/index.js'
 import { SHARD, WRITER_OPTIONS, schema } from './config.mjs'
 
 const [dir, indexText, ackFile, clientsText] = process.argv.slice(2)

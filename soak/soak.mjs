@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The soak test (issue 15, item 7): a shard run as a service runs it, compressed. Durable
+// The soak test: a shard run as a service runs it, compressed. Durable
 // one-row puts from several clients, MemTables small enough to rotate every few seconds, a
 // failover to a new writer process every few seconds (each fences the one before), garbage
 // collection and compaction on. Checked while it runs and at the end:
@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util'
 
 import { DuckDBInstance } from '@duckdb/node-api'
 
-import { ShardReader, ShardWriter, collectGarbage } from '../index.js'
+import { ShardReader, ShardWriter, collectGarbage } from '../dist/index.js'
 import { SHARD, WRITER_OPTIONS, schema } from './config.mjs'
 
 const { values: args } = parseArgs({

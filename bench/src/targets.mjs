@@ -1,8 +1,8 @@
-// The targets of issue 5, each judged as a ratio measured within one run (met or missed), so
+// The benchmark's targets, each judged as a ratio measured within one run (met or missed), so
 // that a slower or busier machine moves both sides of the ratio: a lone durable put near the
 // publish floor (W1), group commit (W2), ingest against the raw floor (W3), small-call overhead
 // (W4), rotations and memory under load (W5), replay (W6) and fencing a live writer (W7); and
-// those of issue 14: events as users write them (W8), plain-object puts against the peers.
+// events as users write them (W8), plain-object puts against the peers.
 
 import { best } from './lookup.mjs'
 import { BURST, DURABLE_PEERS, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING } from './plan.mjs'
@@ -216,7 +216,7 @@ export function issueTargets(run) {
   return targets
 }
 
-/** W8's targets (issue 14): whole-call costs of 1-row event puts, input built per put. */
+/** W8's targets: whole-call costs of 1-row event puts, input built per put. */
 function w8Targets(find, target, atLeast) {
   const peerAt = (workload, clients) =>
     best(

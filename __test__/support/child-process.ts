@@ -34,7 +34,7 @@ export function runProcess(
 }
 
 /** The repository root, where the CLI runs from. */
-const root = join(__dirname, '..')
+const root = join(__dirname, '..', '..')
 
 /** `memwal ...args`, run from source (through tsx) as a user would run it, without colours. */
 export function memwalCli(...args: string[]): Promise<Run> {

@@ -3,7 +3,7 @@
 // process running until the commit got there, and that a stall never reached did not keep it
 // running once the writer closed. Argument: the shard's directory.
 
-import { ObjectStore, ShardWriter } from '../index'
+import { ObjectStore, ShardWriter } from '../../index'
 import { rows, schema } from './helpers'
 
 async function main(): Promise<void> {

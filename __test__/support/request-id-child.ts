@@ -1,9 +1,9 @@
 // The child of request_ids.spec.ts's failover test: opens the shard, makes one durable put
 // with a request id, prints its result as one JSON line once the put is acknowledged, then
 // waits to be SIGKILLed (it never closes, so nothing is flushed to a generation).
-// Run as `node --import tsx __test__/request-id-child.ts '<json config>'`.
+// Run as `node --import tsx __test__/support/request-id-child.ts '<json config>'`.
 
-import { ShardWriter } from '../index'
+import { ShardWriter } from '../../index'
 import { rows, schema } from './helpers'
 
 interface Config {

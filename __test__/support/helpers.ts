@@ -6,10 +6,10 @@ import { randomUUID } from 'node:crypto'
 import type { ExecutionContext } from 'ava'
 import { Field, Int32, Schema, type Table, Utf8, makeVector, vectorFromArray, type Vector } from 'apache-arrow'
 
-import { ObjectStore, ShardWriter, type ShardWriterOptions } from '../index'
-import { tableOf } from '../lib/table'
+import { ObjectStore, ShardWriter, type ShardWriterOptions } from '../../index'
+import { tableOf } from '../../cli/table'
 
-export { tableOf } from '../lib/table'
+export { tableOf } from '../../cli/table'
 
 /** `id: Int32 not null, name: Utf8` */
 export const schema = new Schema([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)])

@@ -12,10 +12,10 @@ import { createInterface } from 'node:readline'
 
 import type { ExecutionContext } from 'ava'
 
-import type { StorageOptions } from '../index'
+import type { StorageOptions } from '../../index'
 import { tempDir } from './helpers'
 
-const root = join(__dirname, '..')
+const root = join(__dirname, '..', '..')
 let built: string | null = null
 
 /** Builds the server binary once per process; returns its path. */

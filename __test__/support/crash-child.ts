@@ -3,11 +3,11 @@
 // non-durable one (put loops and a flush loop); both rotate MemTables often (small limits
 // and a forceSealActive loop). Every invoke, acknowledgement and error is one JSON line,
 // written with writeSync before the next step, so an acknowledgement that was logged
-// survives the kill. Run as `node --import tsx __test__/crash-child.ts '<json config>'`.
+// survives the kill. Run as `node --import tsx __test__/support/crash-child.ts '<json config>'`.
 
 import { openSync, writeSync } from 'node:fs'
 
-import { MemWalError, ShardWriter } from '../index'
+import { MemWalError, ShardWriter } from '../../index'
 import { crashSchema, prng, putBatches, type Event, type WriterKind } from './crash-history'
 
 interface Config {

@@ -1,11 +1,11 @@
 // A writer process of the S3 failover test (`s3.spec.ts`): owns the ShardWriters the parent
 // tells it to open, on one S3 location, and does what the parent asks. Commands come as JSON
 // lines on stdin, each with an `id`; every reply and event is one JSON line on stdout.
-// Run as `node --import tsx __test__/s3-child.ts '<json {location, storage}>'`.
+// Run as `node --import tsx __test__/support/s3-child.ts '<json {location, storage}>'`.
 
 import { createInterface } from 'node:readline'
 
-import { MemWalError, ShardWriter, type StorageOptions } from '../index'
+import { MemWalError, ShardWriter, type StorageOptions } from '../../index'
 import { rows, schema } from './helpers'
 
 interface Config {

@@ -1,8 +1,8 @@
 // The child of fencing.spec.ts's cross-process holder test: opens the shard (fencing the
 // parent's writer), prints its writer id and epoch as one JSON line, and closes.
-// Run as `node --import tsx __test__/holder-child.ts <dir> <shardId>`.
+// Run as `node --import tsx __test__/support/holder-child.ts <dir> <shardId>`.
 
-import { ShardWriter } from '../index'
+import { ShardWriter } from '../../index'
 import { schema } from './helpers'
 
 async function main(): Promise<void> {

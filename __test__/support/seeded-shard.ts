@@ -7,7 +7,7 @@
 
 import type { ExecutionContext } from 'ava'
 
-import { ShardReader, ShardWriter, type Location } from '../index'
+import { ShardReader, ShardWriter, type Location } from '../../index'
 import { ids, rows, schema } from './helpers'
 
 /** The rows of a {@link seed}ed shard. */

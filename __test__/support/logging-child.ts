@@ -2,7 +2,7 @@
 // without MEMWAL_LOG to see what it prints to stderr. Arguments: the shard's location, and
 // optionally its storage options as JSON (secrets.spec.ts: an S3 endpoint with credentials).
 
-import { ShardWriter, type StorageOptions } from '../index'
+import { ShardWriter, type StorageOptions } from '../../index'
 import { rows, schema } from './helpers'
 
 async function main(): Promise<void> {
