@@ -1,0 +1,550 @@
+//! [`SegmentLog`]: one writer's appends into a shard's segments, and the claim that starts
+//! them (`docs/wal-segments.md`, "Appending and group commit" and "Fencing").
+//!
+//! # The protocol, where it is enforced
+//! - [`SegmentLog::claim`]: the fence file gets the claimant's epoch (synced) **before** the log
+//!   is read; the log is read to its end `t`, the segments read are synced (a predecessor may
+//!   have died before its sync), and the claimant's own segment is created with first position
+//!   `t`. It never writes into a predecessor's segment, and never waits for one.
+//! - [`SegmentLog::append`] writes a record into the current segment (page cache only);
+//!   [`SegmentLog::commit`] syncs every segment written since the last commit, then re-reads the
+//!   fence file. A round is acknowledged only after both.
+//! - A newer epoch in the fence file means a successor claimed the shard
+//!   ([`LogError::Claimed`]). The first segment of an epoch above ours decides
+//!   ([`SegmentLog::successor_start`]): our records below its first position were replayed by
+//!   the successor and stand; those at or past it never will be read, and are refused. While
+//!   the claimant still replays, that segment does not exist yet: the caller waits for it.
+//!
+//! Blocking, and never waiting: every method does file I/O and returns; the async layers call
+//! them on blocking threads and do any waiting.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::format::{HEADER_BYTES, SegmentHeader, encode_record, record_len};
+use super::scan::{Damage, Scanned, SegmentBytes, scan};
+use crate::store::fs::{FileHandle, Fs};
+
+/// Size of a segment: large enough that rotations (a header sync, a rename and a folder sync)
+/// are rare, small enough that collection frees space in useful steps.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+
+const FENCE_FILE: &str = "fence";
+const FENCE_MAGIC: &[u8; 4] = b"MWFN";
+const FENCE_BYTES: u64 = 16;
+const SEGMENT_EXT: &str = ".seg";
+const SPARE_PREFIX: &str = ".spare-";
+
+/// What can go wrong in a segment log.
+#[derive(Debug)]
+pub enum LogError {
+    /// The fence file holds another epoch than ours (or cannot be read: a claimant died
+    /// writing it), or a claimant took the segment number we rotate to: a successor claimed
+    /// the shard. [`SegmentLog::successor_start`] says which of our records stand.
+    Claimed,
+    /// The segments break a rule of the format (see `super::scan`).
+    Damage(Damage),
+    /// The file system failed; a failed sync is never retried.
+    Io(io::Error),
+}
+
+impl From<io::Error> for LogError {
+    fn from(e: io::Error) -> Self {
+        LogError::Io(e)
+    }
+}
+
+/// One shard's `segments/` folder: its segments, spares and fence file.
+#[derive(Debug, Clone)]
+pub struct SegmentFiles {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    segment_bytes: u64,
+}
+
+impl SegmentFiles {
+    /// The segments folder `dir` on `fs`, with segments of `segment_bytes`.
+    pub fn new(fs: Arc<dyn Fs>, dir: PathBuf, segment_bytes: u64) -> Self {
+        SegmentFiles {
+            fs,
+            dir,
+            segment_bytes,
+        }
+    }
+
+    fn segment_path(&self, seq: u64) -> PathBuf {
+        self.dir.join(format!("{seq:020}{SEGMENT_EXT}"))
+    }
+
+    /// The segments, by sequence number.
+    pub fn list(&self) -> io::Result<Vec<(u64, PathBuf)>> {
+        let names = match self.fs.read_dir(&self.dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut out: Vec<(u64, PathBuf)> = names
+            .into_iter()
+            .filter(|(_, is_dir)| !is_dir)
+            .filter_map(|(name, _)| {
+                let seq = name.strip_suffix(SEGMENT_EXT)?.parse::<u64>().ok()?;
+                Some((seq, self.dir.join(name)))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// The segments that hold positions from `start` on (every later one, and the one before
+    /// that holds `start`), with their headers and bytes, in sequence order. Only headers are
+    /// read of the others: a long log is not read whole to replay its tail.
+    fn read_from(&self, start: u64) -> Result<Vec<(SegmentHeader, Vec<u8>)>, LogError> {
+        let mut headers = Vec::new();
+        for (seq, path) in self.list()? {
+            let head = self
+                .fs
+                .open_file(&path)?
+                .read_at(0, HEADER_BYTES as usize)?;
+            let header = SegmentHeader::decode(&head).map_err(|why| {
+                LogError::Damage(Damage {
+                    seq,
+                    offset: 0,
+                    why: why.to_string(),
+                })
+            })?;
+            headers.push((header, path));
+        }
+        let first_needed = headers
+            .iter()
+            .rposition(|(h, _)| h.first_position <= start)
+            .unwrap_or(0);
+        let mut out = Vec::new();
+        for (header, path) in headers.into_iter().skip(first_needed) {
+            out.push((header, self.fs.read(&path)?));
+        }
+        Ok(out)
+    }
+
+    /// Reads the log from position `start`.
+    pub fn scan(&self, start: u64) -> Result<Read, LogError> {
+        let segments = self.read_from(start)?;
+        let input: Vec<SegmentBytes<'_>> = segments
+            .iter()
+            .map(|(header, bytes)| SegmentBytes {
+                header: *header,
+                bytes,
+            })
+            .collect();
+        let scanned = scan(&input, start).map_err(LogError::Damage)?;
+        Ok(Read { scanned, segments })
+    }
+
+    /// The epoch in the fence file, `None` if there is none or it cannot be read as one (a
+    /// claimant died while writing it: the segments then say who claimed).
+    pub fn read_fence(&self) -> io::Result<Option<u64>> {
+        match self.fs.read(&self.dir.join(FENCE_FILE)) {
+            Ok(b) => Ok(decode_fence(&b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `epoch` to the fence file and syncs it (creating it, durably, the first time).
+    fn write_fence(&self, epoch: u64) -> io::Result<Box<dyn FileHandle>> {
+        let path = self.dir.join(FENCE_FILE);
+        match self.fs.allocate(&path, FENCE_BYTES) {
+            Ok(()) => self.fs.sync_dir(&self.dir)?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let handle = self.fs.open_file(&path)?;
+        handle.write_at(0, &encode_fence(epoch))?;
+        handle.sync_data()?;
+        Ok(handle)
+    }
+
+    /// Makes sure the folder exists, durably.
+    fn ensure_dir(&self) -> io::Result<()> {
+        let mut missing = Vec::new();
+        let mut cur = Some(self.dir.as_path());
+        while let Some(d) = cur {
+            if self.fs.exists(d)? {
+                break;
+            }
+            missing.push(d.to_path_buf());
+            cur = d.parent();
+        }
+        for d in missing.iter().rev() {
+            match self.fs.create_dir(d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+            if let Some(parent) = d.parent() {
+                self.fs.sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An allocated spare of at least `len` bytes: one already in the folder, else a new one.
+    fn spare(&self, len: u64) -> io::Result<PathBuf> {
+        for (name, is_dir) in self.fs.read_dir(&self.dir)? {
+            if !is_dir && name.starts_with(SPARE_PREFIX) {
+                let path = self.dir.join(&name);
+                if self.fs.stat(&path)?.len >= len {
+                    return Ok(path);
+                }
+            }
+        }
+        self.allocate_spare(len)
+    }
+
+    /// Allocates a new spare of `len` bytes (zeros, synced, its name durable).
+    pub fn allocate_spare(&self, len: u64) -> io::Result<PathBuf> {
+        let path = self.dir.join(format!(
+            "{SPARE_PREFIX}{}{SEGMENT_EXT}",
+            Uuid::new_v4().simple()
+        ));
+        self.fs.allocate(&path, len)?;
+        self.fs.sync_dir(&self.dir)?;
+        Ok(path)
+    }
+
+    /// Creates segment `header.seq` from a spare: its header written and synced before the
+    /// spare is renamed into place (so a segment in place always has a valid header), then the
+    /// folder synced. `AlreadyExists` if the sequence number is taken.
+    fn create_segment(
+        &self,
+        header: &SegmentHeader,
+        len: u64,
+    ) -> io::Result<(PathBuf, Arc<dyn FileHandle>)> {
+        loop {
+            let spare = self.spare(len)?;
+            let handle: Arc<dyn FileHandle> = match self.fs.open_file(&spare) {
+                Ok(h) => Arc::from(h),
+                // Taken by another writer meanwhile: pick another.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            handle.write_at(0, &header.encode())?;
+            handle.sync_data()?;
+            let path = self.segment_path(header.seq);
+            match self.fs.rename_noreplace(&spare, &path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            }
+            self.fs.sync_dir(&self.dir)?;
+            return Ok((path, handle));
+        }
+    }
+}
+
+fn encode_fence(epoch: u64) -> [u8; FENCE_BYTES as usize] {
+    let mut out = [0u8; FENCE_BYTES as usize];
+    out[0..4].copy_from_slice(FENCE_MAGIC);
+    out[4..12].copy_from_slice(&epoch.to_le_bytes());
+    let crc = crc32c::crc32c(&out[0..12]);
+    out[12..16].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn decode_fence(b: &[u8]) -> Option<u64> {
+    let b = b.get(..FENCE_BYTES as usize)?;
+    if &b[0..4] != FENCE_MAGIC
+        || crc32c::crc32c(&b[0..12]) != u32::from_le_bytes(b[12..16].try_into().ok()?)
+    {
+        return None;
+    }
+    Some(u64::from_le_bytes(b[4..12].try_into().ok()?))
+}
+
+/// The segment a writer appends to.
+#[derive(Debug)]
+struct Current {
+    header: SegmentHeader,
+    handle: Arc<dyn FileHandle>,
+    /// Where the next record goes.
+    offset: u64,
+    /// The file's size.
+    len: u64,
+}
+
+/// One writer's appends into the segments of a shard it claimed. See the module docs.
+#[derive(Debug)]
+pub struct SegmentLog {
+    files: SegmentFiles,
+    epoch: u64,
+    writer_id: Uuid,
+    current: Current,
+    fence: Box<dyn FileHandle>,
+    next_position: u64,
+    /// Segments written since the last commit (the current one, and any it rotated from).
+    dirty: Vec<Arc<dyn FileHandle>>,
+}
+
+/// The log as read from a position on: the records, and the segments they point into.
+#[derive(Debug)]
+pub struct Read {
+    /// The records from the position on, and the tip.
+    pub scanned: Scanned,
+    /// The segments read (headers and bytes), in sequence order: each record's `segment` is an
+    /// index into this.
+    pub segments: Vec<(SegmentHeader, Vec<u8>)>,
+}
+
+impl SegmentLog {
+    /// Claims the log for `epoch` (already claimed in the manifest) after replay cursor
+    /// `cursor`: see the module docs.
+    pub fn claim(
+        files: SegmentFiles,
+        epoch: u64,
+        writer_id: Uuid,
+        cursor: u64,
+    ) -> Result<(SegmentLog, Read), LogError> {
+        files.ensure_dir()?;
+        let fence = files.write_fence(epoch)?;
+        loop {
+            let read = files.scan(cursor + 1)?;
+            for (seq, path) in files.list()? {
+                if read.segments.iter().any(|(h, _)| h.seq == seq) {
+                    files.fs.open_file(&path)?.sync_data()?;
+                }
+            }
+            let seq = files.list()?.last().map_or(1, |(seq, _)| seq + 1);
+            let end = read.scanned.end;
+            let header = SegmentHeader {
+                seq,
+                epoch,
+                first_position: end,
+                salt: rand::random(),
+                writer_id,
+            };
+            let len = files.segment_bytes;
+            let (_, handle) = match files.create_segment(&header, len) {
+                Ok(created) => created,
+                // A stale writer rotated into that number after our read: read again, past it.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let log = SegmentLog {
+                files,
+                epoch,
+                writer_id,
+                current: Current {
+                    header,
+                    handle: handle.clone(),
+                    offset: HEADER_BYTES,
+                    len,
+                },
+                fence,
+                next_position: end,
+                dirty: Vec::new(),
+            };
+            return Ok((log, read));
+        }
+    }
+
+    /// The position the next append takes.
+    pub fn next_position(&self) -> u64 {
+        self.next_position
+    }
+
+    /// Writes `payload` (the WAL entry of the next position) into the log, not yet durable:
+    /// [`SegmentLog::commit`] makes it so. Its position.
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64, LogError> {
+        let needed = record_len(payload.len());
+        if self.current.offset + needed > self.current.len {
+            self.rotate(needed)?;
+        }
+        let position = self.next_position;
+        let record = encode_record(self.current.header.salt, position, self.epoch, payload);
+        self.current.handle.write_at(self.current.offset, &record)?;
+        self.current.offset += needed;
+        self.next_position += 1;
+        if !self
+            .dirty
+            .last()
+            .is_some_and(|d| Arc::ptr_eq(d, &self.current.handle))
+        {
+            self.dirty.push(self.current.handle.clone());
+        }
+        Ok(position)
+    }
+
+    /// Moves to a new segment of this epoch, starting at the next position, large enough for a
+    /// record of `needed` bytes.
+    fn rotate(&mut self, needed: u64) -> Result<(), LogError> {
+        let header = SegmentHeader {
+            seq: self.current.header.seq + 1,
+            epoch: self.epoch,
+            first_position: self.next_position,
+            salt: rand::random(),
+            writer_id: self.writer_id,
+        };
+        let len = self.files.segment_bytes.max(HEADER_BYTES + needed);
+        match self.files.create_segment(&header, len) {
+            Ok((_, handle)) => {
+                self.current = Current {
+                    header,
+                    handle,
+                    offset: HEADER_BYTES,
+                    len,
+                };
+                Ok(())
+            }
+            // The number is taken: only a claimant's segment takes the number after ours.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(LogError::Claimed),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Makes every record appended so far durable (one `fdatasync` per segment written since
+    /// the last commit), then re-reads the fence file: `Ok` acknowledges them all;
+    /// [`LogError::Claimed`] means a successor decides which stand. A failed sync is an
+    /// `Io` error, and the records' durability is then unknown: never sync again and trust it.
+    pub fn commit(&mut self) -> Result<(), LogError> {
+        for handle in self.dirty.drain(..) {
+            handle.sync_data()?;
+        }
+        let fence = self.fence.read_at(0, FENCE_BYTES as usize)?;
+        match decode_fence(&fence) {
+            Some(e) if e == self.epoch => Ok(()),
+            _ => Err(LogError::Claimed),
+        }
+    }
+
+    /// The first position and epoch of the first segment of an epoch above ours: our records
+    /// below that position were replayed by its claimant and stand, the rest never will be
+    /// read. `None` while the claimant has not created it yet (it is replaying).
+    pub fn successor_start(&self) -> io::Result<Option<(u64, u64)>> {
+        for (_, path) in self.files.list()? {
+            let head = self
+                .files
+                .fs
+                .open_file(&path)?
+                .read_at(0, HEADER_BYTES as usize)?;
+            if let Ok(h) = SegmentHeader::decode(&head)
+                && h.epoch > self.epoch
+            {
+                return Ok(Some((h.first_position, h.epoch)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The folder this log writes in.
+    pub fn dir(&self) -> &Path {
+        &self.files.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fs::StdFs;
+
+    const SMALL: u64 = 8192;
+
+    fn files(dir: &Path) -> SegmentFiles {
+        SegmentFiles::new(Arc::new(StdFs), dir.join("segments"), SMALL)
+    }
+
+    fn claim(dir: &Path, epoch: u64, cursor: u64) -> (SegmentLog, Read) {
+        SegmentLog::claim(files(dir), epoch, Uuid::new_v4(), cursor).unwrap()
+    }
+
+    fn positions(c: &Read) -> Vec<u64> {
+        c.scanned.records.iter().map(|r| r.position).collect()
+    }
+
+    #[test]
+    fn appends_committed_are_read_by_the_next_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut a, first) = claim(dir.path(), 1, 0);
+        assert_eq!(first.scanned.end, 1);
+        for i in 0..5 {
+            assert_eq!(a.append(format!("entry {i}").as_bytes()).unwrap(), i + 1);
+        }
+        a.commit().unwrap();
+        let (b, claimed) = claim(dir.path(), 2, 0);
+        assert_eq!(positions(&claimed), vec![1, 2, 3, 4, 5]);
+        assert_eq!(b.next_position(), 6);
+    }
+
+    // Records fill several segments: the log rotates, and a claim reads across them.
+    #[test]
+    fn a_full_segment_rotates_and_the_log_reads_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut a, _) = claim(dir.path(), 1, 0);
+        let payload = vec![7u8; 1000];
+        for _ in 0..20 {
+            a.append(&payload).unwrap();
+        }
+        a.commit().unwrap();
+        assert!(files(dir.path()).list().unwrap().len() > 2);
+        let (_, claimed) = claim(dir.path(), 2, 0);
+        assert_eq!(positions(&claimed), (1..=20).collect::<Vec<_>>());
+        // A claim after a cursor reads only past it.
+        let (_, claimed) = claim(dir.path(), 3, 15);
+        assert_eq!(positions(&claimed), (16..=20).collect::<Vec<_>>());
+    }
+
+    // A claim between a stale writer's appends: what the claimant read stands, what the stale
+    // writer writes after is refused at its commit and never read.
+    #[test]
+    fn a_stale_writer_is_fenced_from_its_successors_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut a, _) = claim(dir.path(), 1, 0);
+        a.append(b"one").unwrap();
+        a.commit().unwrap();
+        a.append(b"two").unwrap();
+        assert_eq!(a.successor_start().unwrap(), None);
+        // The claimant reads "two" (in the page cache), so it starts at 3.
+        let (b, claimed) = claim(dir.path(), 2, 0);
+        assert_eq!(positions(&claimed), vec![1, 2]);
+        assert_eq!(b.next_position(), 3);
+        assert!(matches!(a.commit(), Err(LogError::Claimed)));
+        assert_eq!(a.successor_start().unwrap(), Some((3, 2)));
+        a.append(b"three").unwrap();
+        assert!(matches!(a.commit(), Err(LogError::Claimed)));
+        let (_, claimed) = claim(dir.path(), 3, 0);
+        assert_eq!(
+            positions(&claimed),
+            vec![1, 2],
+            "a's zombie record 3 is not read"
+        );
+    }
+
+    // A fence file a claimant died writing reads as a claim; the segments then say nothing
+    // until a claimant creates its own.
+    #[test]
+    fn a_torn_fence_file_reads_as_a_claim_the_segments_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut a, _) = claim(dir.path(), 1, 0);
+        a.append(b"one").unwrap();
+        std::fs::write(dir.path().join("segments/fence"), b"garbage garbage!").unwrap();
+        assert!(matches!(a.commit(), Err(LogError::Claimed)));
+        assert_eq!(a.successor_start().unwrap(), None);
+        let (b, _) = claim(dir.path(), 2, 0);
+        assert_eq!(b.next_position(), 2);
+        assert_eq!(a.successor_start().unwrap(), Some((2, 2)));
+    }
+
+    // A stale writer's rotation finds its next number taken by a claimant's segment.
+    #[test]
+    fn a_stale_writers_rotation_into_a_claimants_number_is_a_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut a, _) = claim(dir.path(), 1, 0);
+        a.append(b"one").unwrap();
+        a.commit().unwrap();
+        let (_b, _) = claim(dir.path(), 2, 0);
+        // Does not fit in what is left of a's segment.
+        let big = vec![1u8; 6000];
+        assert!(matches!(a.append(&big), Err(LogError::Claimed)));
+    }
+}
