@@ -1,4 +1,5 @@
-//! Writer configuration, with Lance MemWAL's defaults (reference §7).
+//! Writer configuration, with the defaults of Lance's MemWAL writer (pinned by the test
+//! `defaults_match_lance`).
 //!
 //! Index-related options of Lance (`sync_indexed_write`, HNSW, async index buffering) are
 //! dropped: memwal maintains no indexes. Every field states its unit, default and trade-off.
@@ -28,7 +29,8 @@ pub const MIN_KEEP_MANIFEST_VERSIONS: u64 = 2;
 pub const MAX_KEEP_MANIFEST_VERSIONS: u64 = 1_000_000;
 /// Upper bound on `request_id_retention_ms` and `gc_grace_ms` (seven days).
 pub const MAX_REQUEST_ID_RETENTION_MS: u64 = 7 * 86_400_000;
-/// Cap on a single retry backoff sleep (reference §3.2: 5 s).
+/// Cap on a single retry backoff sleep: 5 s, as in Lance's MemWAL. Past it, doubling would
+/// keep a writer asleep long after a store that failed for a moment is back.
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 /// How a [`crate::ShardWriter`] behaves. Build with `WriterConfig::default()` and override
@@ -44,7 +46,8 @@ pub struct WriterConfig {
     /// the size trigger, `flush()` and `close()`, and a crash can lose what was not yet written.
     pub durable_write: bool,
     /// `true` (default): MemTable mode (readable rows, Parquet generations, replay).
-    /// `false`: WAL-only mode (reference §6): puts only go to the WAL.
+    /// `false`: WAL-only mode: puts only go to the WAL; the writer keeps no rows in memory
+    /// and writes no generations.
     pub enable_memtable: bool,
     /// Size trigger, in bytes of not-yet-WAL-appended data of the active MemTable (or the
     /// WAL-only queue): crossing a multiple of it queues a WAL append. 0 disables it.
@@ -146,88 +149,12 @@ impl Default for WriterConfig {
 
 impl WriterConfig {
     /// Checks every value; the error names the option, the bad value and the allowed range.
+    /// The ranges are `RANGES`, checked in its order: the first bad option is reported.
     pub fn validate(&self) -> Result<()> {
-        if self.max_memtable_batches == 0 || self.max_memtable_batches > MAX_MEMTABLE_BATCHES_LIMIT
-        {
-            return Err(Error::invalid(format!(
-                "invalid config: max_memtable_batches must be between 1 and {MAX_MEMTABLE_BATCHES_LIMIT}, got {}",
-                self.max_memtable_batches
-            )));
+        match RANGES.iter().find_map(|range| range.violated_by(self)) {
+            Some(message) => Err(Error::invalid(message)),
+            None => Ok(()),
         }
-        if self.max_memtable_size == 0 {
-            return Err(Error::invalid(
-                "invalid config: max_memtable_size must be at least 1 byte, got 0",
-            ));
-        }
-        if self.max_unflushed_memtable_bytes == 0 {
-            return Err(Error::invalid(
-                "invalid config: max_unflushed_memtable_bytes must be at least 1 byte, got 0",
-            ));
-        }
-        if let Some(ms) = self.max_wal_flush_interval_ms
-            && (ms == 0 || ms > MAX_WAL_FLUSH_INTERVAL_MS)
-        {
-            return Err(Error::invalid(format!(
-                "invalid config: max_wal_flush_interval_ms must be between 1 and {MAX_WAL_FLUSH_INTERVAL_MS} (or null to disable the ticker), got {ms}"
-            )));
-        }
-        if let Some(ms) = self.max_memtable_age_ms
-            && (ms == 0 || ms > MAX_MEMTABLE_AGE_MS)
-        {
-            return Err(Error::invalid(format!(
-                "invalid config: max_memtable_age_ms must be between 1 and {MAX_MEMTABLE_AGE_MS} (7 days), or null for size-only sealing, got {ms}"
-            )));
-        }
-        if self.max_wal_persist_retries > MAX_WAL_PERSIST_RETRIES_LIMIT {
-            return Err(Error::invalid(format!(
-                "invalid config: max_wal_persist_retries must be between 0 and {MAX_WAL_PERSIST_RETRIES_LIMIT}, got {}",
-                self.max_wal_persist_retries
-            )));
-        }
-        if self.wal_persist_retry_base_delay_ms > MAX_RETRY_BASE_DELAY_MS {
-            return Err(Error::invalid(format!(
-                "invalid config: wal_persist_retry_base_delay_ms must be between 0 and {MAX_RETRY_BASE_DELAY_MS}, got {}",
-                self.wal_persist_retry_base_delay_ms
-            )));
-        }
-        if self.gc_interval_ms == 0 || self.gc_interval_ms > MAX_WAL_FLUSH_INTERVAL_MS {
-            return Err(Error::invalid(format!(
-                "invalid config: gc_interval_ms must be between 1 and {MAX_WAL_FLUSH_INTERVAL_MS} (one day), got {}",
-                self.gc_interval_ms
-            )));
-        }
-        if self.gc_keep_manifest_versions < MIN_KEEP_MANIFEST_VERSIONS
-            || self.gc_keep_manifest_versions > MAX_KEEP_MANIFEST_VERSIONS
-        {
-            return Err(Error::invalid(format!(
-                "invalid config: gc_keep_manifest_versions must be between {MIN_KEEP_MANIFEST_VERSIONS} and {MAX_KEEP_MANIFEST_VERSIONS}, got {}",
-                self.gc_keep_manifest_versions
-            )));
-        }
-        if self.compaction_max_generations < 2 || self.compaction_max_generations > 1_000_000 {
-            return Err(Error::invalid(format!(
-                "invalid config: compaction_max_generations must be between 2 and 1000000, got {}",
-                self.compaction_max_generations
-            )));
-        }
-        if self.compaction_target_bytes == 0 {
-            return Err(Error::invalid(
-                "invalid config: compaction_target_bytes must be at least 1, got 0",
-            ));
-        }
-        if self.gc_grace_ms > MAX_REQUEST_ID_RETENTION_MS {
-            return Err(Error::invalid(format!(
-                "invalid config: gc_grace_ms must be between 0 and {MAX_REQUEST_ID_RETENTION_MS} (7 days), got {}",
-                self.gc_grace_ms
-            )));
-        }
-        if self.request_id_retention_ms > MAX_REQUEST_ID_RETENTION_MS {
-            return Err(Error::invalid(format!(
-                "invalid config: request_id_retention_ms must be between 0 and {MAX_REQUEST_ID_RETENTION_MS} (7 days), got {}",
-                self.request_id_retention_ms
-            )));
-        }
-        Ok(())
     }
 
     /// Sets the option a host language calls `name` (the field's name in camelCase, as in
@@ -260,6 +187,158 @@ impl WriterConfig {
         }
     }
 }
+
+/// What an option accepts, as [`WriterConfig::validate`] states it.
+enum Bound {
+    /// At least `min`; `unit` follows the number (` byte`, or nothing).
+    AtLeast { min: u64, unit: &'static str },
+    /// From `min` to `max`; `note` follows the range (what the bound is, or what `null` does).
+    Between {
+        min: u64,
+        max: u64,
+        note: &'static str,
+    },
+}
+
+/// One option's range: its field name, its value (`None` for a feature switched off with
+/// `null`, which is always valid) and what it may be.
+struct OptionRange {
+    name: &'static str,
+    value: fn(&WriterConfig) -> Option<u64>,
+    bound: Bound,
+}
+
+impl OptionRange {
+    /// The error message if `config`'s value is out of range.
+    fn violated_by(&self, config: &WriterConfig) -> Option<String> {
+        let value = (self.value)(config)?;
+        let allowed = match self.bound {
+            Bound::AtLeast { min, .. } if value >= min => return None,
+            Bound::Between { min, max, .. } if (min..=max).contains(&value) => return None,
+            Bound::AtLeast { min, unit } => format!("at least {min}{unit}"),
+            Bound::Between { min, max, note } => format!("between {min} and {max}{note}"),
+        };
+        Some(format!(
+            "invalid config: {} must be {allowed}, got {value}",
+            self.name
+        ))
+    }
+}
+
+/// Every option with a range, in the order [`WriterConfig::validate`] checks them.
+static RANGES: &[OptionRange] = &[
+    OptionRange {
+        name: "max_memtable_batches",
+        value: |c| Some(c.max_memtable_batches as u64),
+        bound: Bound::Between {
+            min: 1,
+            max: MAX_MEMTABLE_BATCHES_LIMIT as u64,
+            note: "",
+        },
+    },
+    OptionRange {
+        name: "max_memtable_size",
+        value: |c| Some(c.max_memtable_size),
+        bound: Bound::AtLeast {
+            min: 1,
+            unit: " byte",
+        },
+    },
+    OptionRange {
+        name: "max_unflushed_memtable_bytes",
+        value: |c| Some(c.max_unflushed_memtable_bytes),
+        bound: Bound::AtLeast {
+            min: 1,
+            unit: " byte",
+        },
+    },
+    OptionRange {
+        name: "max_wal_flush_interval_ms",
+        value: |c| c.max_wal_flush_interval_ms,
+        bound: Bound::Between {
+            min: 1,
+            max: MAX_WAL_FLUSH_INTERVAL_MS,
+            note: " (or null to disable the ticker)",
+        },
+    },
+    OptionRange {
+        name: "max_memtable_age_ms",
+        value: |c| c.max_memtable_age_ms,
+        bound: Bound::Between {
+            min: 1,
+            max: MAX_MEMTABLE_AGE_MS,
+            note: " (7 days), or null for size-only sealing",
+        },
+    },
+    OptionRange {
+        name: "max_wal_persist_retries",
+        value: |c| Some(c.max_wal_persist_retries.into()),
+        bound: Bound::Between {
+            min: 0,
+            max: MAX_WAL_PERSIST_RETRIES_LIMIT as u64,
+            note: "",
+        },
+    },
+    OptionRange {
+        name: "wal_persist_retry_base_delay_ms",
+        value: |c| Some(c.wal_persist_retry_base_delay_ms),
+        bound: Bound::Between {
+            min: 0,
+            max: MAX_RETRY_BASE_DELAY_MS,
+            note: "",
+        },
+    },
+    OptionRange {
+        name: "gc_interval_ms",
+        value: |c| Some(c.gc_interval_ms),
+        bound: Bound::Between {
+            min: 1,
+            max: MAX_WAL_FLUSH_INTERVAL_MS,
+            note: " (one day)",
+        },
+    },
+    OptionRange {
+        name: "gc_keep_manifest_versions",
+        value: |c| Some(c.gc_keep_manifest_versions),
+        bound: Bound::Between {
+            min: MIN_KEEP_MANIFEST_VERSIONS,
+            max: MAX_KEEP_MANIFEST_VERSIONS,
+            note: "",
+        },
+    },
+    OptionRange {
+        name: "compaction_max_generations",
+        value: |c| Some(c.compaction_max_generations),
+        bound: Bound::Between {
+            min: 2,
+            max: 1_000_000,
+            note: "",
+        },
+    },
+    OptionRange {
+        name: "compaction_target_bytes",
+        value: |c| Some(c.compaction_target_bytes),
+        bound: Bound::AtLeast { min: 1, unit: "" },
+    },
+    OptionRange {
+        name: "gc_grace_ms",
+        value: |c| Some(c.gc_grace_ms),
+        bound: Bound::Between {
+            min: 0,
+            max: MAX_REQUEST_ID_RETENTION_MS,
+            note: " (7 days)",
+        },
+    },
+    OptionRange {
+        name: "request_id_retention_ms",
+        value: |c| Some(c.request_id_retention_ms),
+        bound: Bound::Between {
+            min: 0,
+            max: MAX_REQUEST_ID_RETENTION_MS,
+            note: " (7 days)",
+        },
+    },
+];
 
 /// A writer option's value as a host language passes it (the Node binding's options object).
 #[derive(Debug, Clone, PartialEq)]
@@ -449,7 +528,7 @@ fn set_shard(c: &mut WriterConfig, shard: ShardRef) -> Result<()> {
 pub(crate) type RetryObserver =
     std::sync::Arc<dyn Fn(&'static str, u32, &str, Duration) + Send + Sync>;
 
-/// Exponential backoff at one slot: `base × 2^(attempt−1)`, capped at 5 s (reference §3.2).
+/// Exponential backoff at one slot: `base × 2^(attempt−1)`, capped at [`MAX_RETRY_DELAY`].
 #[derive(Clone)]
 pub(crate) struct RetryPolicy {
     pub max_retries: u32,

@@ -127,7 +127,8 @@ pub async fn collect(
     .await
 }
 
-/// [`collect`] for the shard of `paths`, whose latest manifest is `manifest`.
+/// [`collect`] for the shard of `paths`, whose latest manifest is `manifest`: the three kinds
+/// of removal, in the order of the module docs.
 pub(crate) async fn collect_from(
     store: &Store,
     paths: &ShardPaths,
@@ -140,109 +141,177 @@ pub(crate) async fn collect_from(
             options.keep_manifest_versions
         )));
     }
+    let collection = Collection {
+        store,
+        paths,
+        manifest,
+        options,
+    };
     let mut report = GcReport {
         manifest_version: manifest.version,
         low_water: manifest.wal_low_water,
         dry_run: options.dry_run,
         ..GcReport::default()
     };
-    let remove = |path: object_store::path::Path| async move {
-        if options.dry_run {
+    collection.wal_entries(&mut report).await?;
+    collection.manifest_versions(&mut report).await?;
+    collection.generation_dirs(&mut report).await?;
+    Ok(report)
+}
+
+/// One collection of one shard, as of its latest manifest. Each kind of removal is a method
+/// that adds what it removed (or kept) to the [`GcReport`].
+struct Collection<'a> {
+    store: &'a Store,
+    paths: &'a ShardPaths,
+    manifest: &'a ShardManifest,
+    options: &'a GcOptions,
+}
+
+impl Collection<'_> {
+    /// Removes the object at `path`, unless this is a dry run.
+    async fn remove(&self, path: object_store::path::Path) -> Result<()> {
+        if self.options.dry_run {
             return Ok(());
         }
-        store
+        self.store
             .delete(&path)
             .await
             .map_err(|e| Error::io(format!("removing {path}"), e))
-    };
+    }
 
-    // 1. WAL entries at or below the mark, but never a fence sentinel or the entry before one.
-    let listing = store
-        .list(&paths.wal_dir())
-        .await
-        .map_err(|e| Error::io(format!("listing the WAL of shard {}", paths.shard_id()), e))?;
-    // The slot just above the mark is looked at too: a sentinel there keeps the entry below.
-    let mut below: Vec<(u64, u64)> = listing
-        .iter()
-        .filter_map(|m| {
-            let p = m.location.filename().and_then(parse_bitrev64_name)?;
-            (p <= manifest.wal_low_water + 1).then_some((p, m.size))
-        })
-        .collect();
-    below.sort_unstable();
-    let sentinel_max = entry::encode_sentinel(u64::MAX)?.len() as u64;
-    let mut keep = BTreeSet::new();
-    for &(p, size) in &below {
-        // Only a small entry can be a sentinel; reading the rest would cost their bytes.
-        if size > sentinel_max {
-            continue;
+    /// Removal 1: WAL entries at or below the mark, but never a fence sentinel or the entry
+    /// before one.
+    async fn wal_entries(&self, report: &mut GcReport) -> Result<()> {
+        let low_water = self.manifest.wal_low_water;
+        let listing = self.store.list(&self.paths.wal_dir()).await.map_err(|e| {
+            Error::io(
+                format!("listing the WAL of shard {}", self.paths.shard_id()),
+                e,
+            )
+        })?;
+        // The slot just above the mark is looked at too: a sentinel there keeps the entry below.
+        let mut below: Vec<(u64, u64)> = listing
+            .iter()
+            .filter_map(|m| {
+                let p = m.location.filename().and_then(parse_bitrev64_name)?;
+                (p <= low_water + 1).then_some((p, m.size))
+            })
+            .collect();
+        below.sort_unstable();
+        let keep = self.fencing_slots(&below).await?;
+        for (p, size) in below {
+            if p > low_water {
+                continue;
+            }
+            if keep.contains(&p) {
+                report.wal_entries_kept += 1;
+                continue;
+            }
+            self.remove(self.paths.wal_entry(p)).await?;
+            report.wal_entries_removed += 1;
+            report.bytes_removed += size;
         }
-        match wal::read_entry(store, paths, p).await {
-            Ok(Some(e)) if !e.is_sentinel => {}
-            Ok(None) => {}
-            // A sentinel, or an entry that cannot be told apart from one: kept.
-            _ => {
-                keep.insert(p);
-                keep.insert(p.saturating_sub(1));
+        Ok(())
+    }
+
+    /// The positions among `below` (position, size; ascending) that must stay taken to fence
+    /// stale writers: every sentinel, and the slot just before each (module docs).
+    async fn fencing_slots(&self, below: &[(u64, u64)]) -> Result<BTreeSet<u64>> {
+        let sentinel_max = entry::encode_sentinel(u64::MAX)?.len() as u64;
+        let mut keep = BTreeSet::new();
+        for &(p, size) in below {
+            // Only a small entry can be a sentinel; reading the rest would cost their bytes.
+            if size > sentinel_max {
+                continue;
+            }
+            match wal::read_entry(self.store, self.paths, p).await {
+                Ok(Some(e)) if !e.is_sentinel => {}
+                Ok(None) => {}
+                // A sentinel, or an entry that cannot be told apart from one: kept.
+                _ => {
+                    keep.insert(p);
+                    keep.insert(p.saturating_sub(1));
+                }
             }
         }
-    }
-    for (p, size) in below {
-        if p > manifest.wal_low_water {
-            continue;
-        }
-        if keep.contains(&p) {
-            report.wal_entries_kept += 1;
-            continue;
-        }
-        remove(paths.wal_entry(p)).await?;
-        report.wal_entries_removed += 1;
-        report.bytes_removed += size;
+        Ok(keep)
     }
 
-    // 2. Manifest versions older than the newest `keep`, oldest first.
-    let oldest_kept = manifest
-        .version
-        .saturating_sub(options.keep_manifest_versions - 1);
-    let listing = store.list(&paths.manifest_dir()).await.map_err(|e| {
-        Error::io(
-            format!(
-                "listing the manifest versions of shard {}",
-                paths.shard_id()
-            ),
-            e,
-        )
-    })?;
-    let mut versions: Vec<(u64, u64)> = listing
-        .iter()
-        .filter_map(|m| {
-            let v = m.location.filename().and_then(parse_bitrev64_name)?;
-            (v < oldest_kept).then_some((v, m.size))
-        })
-        .collect();
-    versions.sort_unstable();
-    for (v, size) in versions {
-        remove(paths.manifest(v)).await?;
-        report.manifest_versions_removed += 1;
-        report.bytes_removed += size;
+    /// Removal 2: manifest versions older than the newest `keep_manifest_versions`, oldest
+    /// first.
+    async fn manifest_versions(&self, report: &mut GcReport) -> Result<()> {
+        let oldest_kept = self
+            .manifest
+            .version
+            .saturating_sub(self.options.keep_manifest_versions - 1);
+        let listing = self
+            .store
+            .list(&self.paths.manifest_dir())
+            .await
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "listing the manifest versions of shard {}",
+                        self.paths.shard_id()
+                    ),
+                    e,
+                )
+            })?;
+        let mut versions: Vec<(u64, u64)> = listing
+            .iter()
+            .filter_map(|m| {
+                let v = m.location.filename().and_then(parse_bitrev64_name)?;
+                (v < oldest_kept).then_some((v, m.size))
+            })
+            .collect();
+        versions.sort_unstable();
+        for (v, size) in versions {
+            self.remove(self.paths.manifest(v)).await?;
+            report.manifest_versions_removed += 1;
+            report.bytes_removed += size;
+        }
+        Ok(())
     }
 
-    // 3. Unlisted generation folders of generations the manifest has passed.
-    let now = SystemTime::now();
-    let mut dirs = store.list_dirs(paths.shard_dir()).await?;
-    dirs.sort();
-    for dir in dirs {
-        let Some(generation) = dir
-            .split_once("_gen_")
-            .and_then(|(_, g)| g.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if manifest.flushed_generations.iter().any(|g| g.path == dir) {
-            continue;
+    /// Removal 3: generation folders the manifest does not list, of generations it has
+    /// passed, once past the grace period; in name order.
+    async fn generation_dirs(&self, report: &mut GcReport) -> Result<()> {
+        let now = SystemTime::now();
+        let mut dirs = self.store.list_dirs(self.paths.shard_dir()).await?;
+        dirs.sort();
+        for dir in dirs {
+            let Some(generation) = dir
+                .split_once("_gen_")
+                .and_then(|(_, g)| g.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if self
+                .manifest
+                .flushed_generations
+                .iter()
+                .any(|g| g.path == dir)
+            {
+                continue;
+            }
+            self.generation_dir(dir, generation, now, report).await?;
         }
-        let files = store
-            .list(&paths.shard_dir().clone().join(dir.as_str()))
+        Ok(())
+    }
+
+    /// Removes the unlisted folder `dir` of `generation` with every file in it, unless a flush
+    /// or compaction may still be writing it or a reader of an older manifest reading it.
+    async fn generation_dir(
+        &self,
+        dir: String,
+        generation: u64,
+        now: SystemTime,
+        report: &mut GcReport,
+    ) -> Result<()> {
+        let files = self
+            .store
+            .list(&self.paths.shard_dir().clone().join(dir.as_str()))
             .await
             .map_err(|e| Error::io(format!("listing generation folder {dir}"), e))?;
         // A folder with no file is one a store shows only while it lists (a local one).
@@ -251,18 +320,18 @@ pub(crate) async fn collect_from(
             .map(|m| SystemTime::from(m.last_modified))
             .max()
         else {
-            continue;
+            return Ok(());
         };
-        let old_enough = now.duration_since(newest).unwrap_or_default() >= options.grace;
-        if generation >= manifest.current_generation || !old_enough {
+        let old_enough = now.duration_since(newest).unwrap_or_default() >= self.options.grace;
+        if generation >= self.manifest.current_generation || !old_enough {
             report.generation_dirs_kept.push(dir);
-            continue;
+            return Ok(());
         }
         for f in files {
-            remove(f.location).await?;
+            self.remove(f.location).await?;
             report.bytes_removed += f.size;
         }
         report.generation_dirs_removed.push(dir);
+        Ok(())
     }
-    Ok(report)
 }

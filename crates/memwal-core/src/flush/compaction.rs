@@ -150,13 +150,40 @@ impl Compactor {
         as_actor(Actor::Compaction, self.compact_if_due_as_compaction(latest)).await
     }
 
+    /// [`Compactor::compact_if_due`], its store calls counted as compaction's: the three steps
+    /// of the module docs.
     async fn compact_if_due_as_compaction(&self, latest: &ShardManifest) -> Result<()> {
         let Some(run) = self.policy.pick(&latest.flushed_generations, now_ms()) else {
             return Ok(());
         };
-        let merged_from: Vec<FlushedGeneration> = latest.flushed_generations[run].to_vec();
+        let run: Vec<FlushedGeneration> = latest.flushed_generations[run].to_vec();
+        let merged = self.write_merged(&run, latest.current_generation).await?;
+        self.mark_replaced(&run, &merged.path).await?;
+        self.claim
+            .store
+            .faults()
+            .pause_point("compaction-before-commit")
+            .await;
+        let committed = self.commit_merged(&run, &merged).await?;
+        self.announce(&run, &merged, committed);
+        self.claim
+            .store
+            .faults()
+            .pause_point("compaction-reported")
+            .await;
+        Ok(())
+    }
+
+    /// Reads the generations of `run` (checksums checked) and writes their rows, in list order,
+    /// as one file in a new folder numbered `current_generation` (module docs); the manifest
+    /// entry that replaces the run, at the run's last generation number.
+    async fn write_merged(
+        &self,
+        run: &[FlushedGeneration],
+        current_generation: u64,
+    ) -> Result<FlushedGeneration> {
         let mut batches = Vec::new();
-        for g in &merged_from {
+        for g in run {
             batches.extend(
                 read_generation(
                     &self.claim.store,
@@ -183,19 +210,35 @@ impl Compactor {
         let dir = create_generation_file(
             &self.claim.store,
             &self.claim.paths,
-            latest.current_generation,
+            current_generation,
             &parquet,
         )
         .await?;
-        // Collection times an unlisted folder by its newest file; a replaced generation's files
-        // are old, so without a newer one it would go at the first collection after the commit,
-        // while a reader holding the older manifest may still be reading it. Written before the
-        // commit, so a folder is never unlisted without it.
+        let last = run.last().expect("a run has two generations");
+        Ok(FlushedGeneration {
+            generation: last.generation,
+            path: dir,
+            in_memory_bytes: Some(in_memory_bytes),
+            physical_rows: Some(rows),
+            primary_key_bytes: None,
+            checksum: Some(crc32c::crc32c(&parquet)),
+            request_ids_newest_ms: None,
+            request_ids_checksum: None,
+        })
+    }
+
+    /// Adds [`REPLACED_MARKER`] (naming `dir`, the merged folder) to each folder of `run`.
+    ///
+    /// Collection times an unlisted folder by its newest file; a replaced generation's files
+    /// are old, so without a newer one it would go at the first collection after the commit,
+    /// while a reader holding the older manifest may still be reading it. Written before the
+    /// commit, so a folder is never unlisted without it.
+    async fn mark_replaced(&self, run: &[FlushedGeneration], dir: &str) -> Result<()> {
         let marker = Bytes::from(format!(
             "{{\"replacedAtMs\":{},\"by\":\"{dir}\"}}\n",
             now_ms()
         ));
-        for g in &merged_from {
+        for g in run {
             let path = self
                 .claim
                 .paths
@@ -208,22 +251,16 @@ impl Compactor {
                 Err(e) => return Err(Error::io(format!("writing {path}"), e)),
             }
         }
-        self.claim
-            .store
-            .faults()
-            .pause_point("compaction-before-commit")
-            .await;
-        let last = merged_from.last().expect("a run has two generations");
-        let merged = FlushedGeneration {
-            generation: last.generation,
-            path: dir,
-            in_memory_bytes: Some(in_memory_bytes),
-            physical_rows: Some(rows),
-            primary_key_bytes: None,
-            checksum: Some(crc32c::crc32c(&parquet)),
-            request_ids_newest_ms: None,
-            request_ids_checksum: None,
-        };
+        Ok(())
+    }
+
+    /// Commits a manifest version in which `merged` replaces `run`, at its place; the version
+    /// committed (or the latest, if an earlier attempt of ours committed it already).
+    async fn commit_merged(
+        &self,
+        run: &[FlushedGeneration],
+        merged: &FlushedGeneration,
+    ) -> Result<ShardManifest> {
         let mut run_missing = false;
         let committed = self
             .claim
@@ -233,16 +270,13 @@ impl Compactor {
                     return None;
                 }
                 let gens = &l.flushed_generations;
-                let Some(at) = gens
-                    .windows(merged_from.len())
-                    .position(|w| w == merged_from.as_slice())
-                else {
+                let Some(at) = gens.windows(run.len()).position(|w| w == run) else {
                     run_missing = true;
                     return None;
                 };
                 let mut next = l.clone();
                 next.flushed_generations
-                    .splice(at..at + merged_from.len(), [merged.clone()]);
+                    .splice(at..at + run.len(), [merged.clone()]);
                 Some(next)
             })
             .await?;
@@ -254,16 +288,28 @@ impl Compactor {
                 self.claim.paths.shard_id()
             )));
         }
+        Ok(committed)
+    }
+
+    /// Logs the compaction of `run` into `merged`, and reports `committed`'s generation list to
+    /// the writer, whose scans use it from then on.
+    fn announce(
+        &self,
+        run: &[FlushedGeneration],
+        merged: &FlushedGeneration,
+        committed: ShardManifest,
+    ) {
+        let rows = merged.physical_rows.unwrap_or(0);
         tracing::info!(
             target: "memwal::compaction",
             shard = %self.claim.paths.shard_id(),
-            merged = merged_from.len(),
+            merged = run.len(),
             generation = merged.generation,
             rows,
             "compacted generations"
         );
         self.feedback.events.send(|| WriterEvent::Compaction {
-            merged: merged_from.len() as u64,
+            merged: run.len() as u64,
             generation: merged.generation,
             rows,
             file: self.claim.paths.generation_file(&merged.path).to_string(),
@@ -271,12 +317,6 @@ impl Compactor {
         self.feedback.report(Report::GenerationsCompacted {
             flushed: committed.flushed_generations,
         });
-        self.claim
-            .store
-            .faults()
-            .pause_point("compaction-reported")
-            .await;
-        Ok(())
     }
 }
 

@@ -26,6 +26,7 @@
 pub(crate) mod schema;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -210,7 +211,8 @@ impl GenerationFlusher {
     }
 
     /// Writes `memtable` as a generation file and commits it, with the replay cursor at
-    /// `covered` (the highest WAL position holding any of its batches).
+    /// `covered` (the highest WAL position holding any of its batches): steps 2 to 6 of the
+    /// module docs.
     async fn flush_one(
         &self,
         memtable: &Arc<MemTable>,
@@ -218,17 +220,39 @@ impl GenerationFlusher {
     ) -> Result<ShardManifest> {
         let started = Instant::now();
         let generation = memtable.generation();
-        let store = memtable.store();
-        let len = store.len();
-        if len == 0 {
+        if memtable.store().is_empty() {
             return Err(Error::invalid(format!(
                 "Cannot flush empty MemTable (generation {generation})"
             )));
         }
         self.claim.check_fenced().await?;
-        let batches = store.batches(BatchRange { start: 0, end: len });
-        let rows = store.total_rows();
-        let bytes = store.estimated_bytes();
+        let entry = self.write_generation(memtable).await?;
+        self.claim
+            .store
+            .faults()
+            .pause_point("generation-before-commit")
+            .await;
+        let committed = self.commit_generation(&entry, covered.get()).await?;
+        // The committed entry, if an earlier attempt of ours is what the manifest lists.
+        let entry = committed
+            .flushed_generations
+            .iter()
+            .find(|g| g.generation == generation)
+            .cloned()
+            .unwrap_or(entry);
+        self.announce(memtable, entry, started.elapsed());
+        Ok(committed)
+    }
+
+    /// Writes `memtable`'s batches, in insertion order, as the Parquet file of a new
+    /// generation directory, and its request ids beside it; the manifest entry that lists them.
+    async fn write_generation(&self, memtable: &MemTable) -> Result<FlushedGeneration> {
+        let generation = memtable.generation();
+        let store = memtable.store();
+        let batches = store.batches(BatchRange {
+            start: 0,
+            end: store.len(),
+        });
         let schema = self.claim.schema.clone();
         let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
             .await
@@ -238,26 +262,30 @@ impl GenerationFlusher {
             create_generation_file(&self.claim.store, &self.claim.paths, generation, &parquet)
                 .await?;
         let requests = self.write_request_ids(memtable, &dir).await?;
-        self.claim
-            .store
-            .faults()
-            .pause_point("generation-before-commit")
-            .await;
-        let covered = covered.get();
-        let entry = FlushedGeneration {
+        Ok(FlushedGeneration {
             generation,
             path: dir,
-            in_memory_bytes: Some(bytes),
-            physical_rows: Some(rows),
+            in_memory_bytes: Some(store.estimated_bytes()),
+            physical_rows: Some(store.total_rows()),
             primary_key_bytes: None,
             checksum: Some(crc32c::crc32c(&parquet)),
             request_ids_newest_ms: requests.map(|(newest, _)| newest),
             request_ids_checksum: requests.map(|(_, checksum)| checksum),
-        };
+        })
+    }
+
+    /// Commits a manifest version listing `entry`, with the replay cursor (and the low-water
+    /// mark) at `covered`; the version committed, or the latest if it lists `entry`'s
+    /// generation already.
+    async fn commit_generation(
+        &self,
+        entry: &FlushedGeneration,
+        covered: u64,
+    ) -> Result<ShardManifest> {
+        let generation = entry.generation;
         // Only this epoch can commit generation `g` (a claim starts at `current_generation`),
         // so finding `g` listed means an earlier attempt of ours committed it and lost the ack.
-        let committed = self
-            .claim
+        self.claim
             .commit(|latest| {
                 if latest
                     .flushed_generations
@@ -278,14 +306,14 @@ impl GenerationFlusher {
                 next.flushed_generations.push(entry.clone());
                 Some(next)
             })
-            .await?;
-        let entry = committed
-            .flushed_generations
-            .iter()
-            .find(|g| g.generation == generation)
-            .cloned()
-            .unwrap_or(entry);
-        let latency = started.elapsed();
+            .await
+    }
+
+    /// Counts, logs and reports the committed generation `entry` of `memtable`, flushed in
+    /// `latency`: the writer moves the MemTable to its flushed list on the report.
+    fn announce(&self, memtable: &Arc<MemTable>, entry: FlushedGeneration, latency: Duration) {
+        let generation = memtable.generation();
+        let rows = memtable.store().total_rows();
         self.feedback.stats.record_memtable_flush(rows, latency);
         crate::events::log_flush(
             self.claim.paths.shard_id(),
@@ -307,6 +335,5 @@ impl GenerationFlusher {
             memtable: memtable.clone(),
             generation: entry,
         });
-        Ok(committed)
     }
 }

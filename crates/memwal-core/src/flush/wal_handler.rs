@@ -21,7 +21,8 @@
 //!    completions are then dropped and their waiters see "handler exited".
 //!
 //! Once the writer is poisoned the handler writes nothing more and completes every request
-//! with the latched error (reference §10.7).
+//! with the latched error (rule 4 of the durability contract in [`crate::flush`]): after a
+//! fence or an append whose outcome is unknown, this writer can no longer vouch for any entry.
 //!
 //! # Cancel safety
 //! An abort can drop the task while an append is in flight. The entry may still land; no
@@ -103,6 +104,40 @@ enum Waiter {
         put_started: Option<Instant>,
     },
     All(Completion<()>),
+}
+
+/// What one round of the handler will do: how far each store must be in the WAL (the largest
+/// end any request asked for: group commit), how far the WAL-only queue, and whom to tell.
+#[derive(Default)]
+struct Plan {
+    /// Per MemTable (by `Arc` identity), the end its store must be appended to.
+    wants: Vec<(Arc<MemTable>, usize)>,
+    wal_only_end: u64,
+    waiters: Vec<Waiter>,
+    /// A `Shutdown` came: stop after this round.
+    stop: bool,
+}
+
+impl Plan {
+    /// Asks for `m`'s store up to at least `end`.
+    fn want(&mut self, m: &Arc<MemTable>, end: usize) {
+        match self.wants.iter_mut().find(|(w, _)| Arc::ptr_eq(w, m)) {
+            Some((_, e)) => *e = (*e).max(end),
+            None => self.wants.push((m.clone(), end)),
+        }
+    }
+
+    /// Plans `r`: its range, and its waiter if it has a completion.
+    fn request(&mut self, r: FlushRequest) {
+        self.want(&r.memtable, r.end);
+        if let Some(completion) = r.completion {
+            self.waiters.push(Waiter::Range {
+                covers: Covers::Store(r.memtable, r.end),
+                completion,
+                put_started: r.put_started,
+            });
+        }
+    }
 }
 
 /// A MemTable that may owe WAL entries, and how far it is appended.
@@ -202,33 +237,30 @@ impl WalFlushHandler {
         }
     }
 
-    /// Handles one drained batch of messages. Returns true on `Shutdown`.
+    /// Handles one drained batch of messages: plans the round, appends what it asks for
+    /// (nothing once the writer is poisoned), completes its waiters, and lets go of frozen
+    /// MemTables that owe nothing more. Returns true on `Shutdown`.
     async fn handle(&mut self, msgs: Vec<WalMsg>) -> bool {
-        let mut wants: Vec<(Arc<MemTable>, usize)> = Vec::new();
-        let mut wal_only_end: u64 = 0;
-        let mut waiters: Vec<Waiter> = Vec::new();
-        let mut stop = false;
-        let want =
-            |wants: &mut Vec<(Arc<MemTable>, usize)>, m: &Arc<MemTable>, end: usize| match wants
-                .iter_mut()
-                .find(|(w, _)| Arc::ptr_eq(w, m))
-            {
-                Some((_, e)) => *e = (*e).max(end),
-                None => wants.push((m.clone(), end)),
-            };
-        let request = |r: FlushRequest, wants: &mut Vec<_>, waiters: &mut Vec<Waiter>| {
-            want(wants, &r.memtable, r.end);
-            if let Some(completion) = r.completion {
-                waiters.push(Waiter::Range {
-                    covers: Covers::Store(r.memtable, r.end),
-                    completion,
-                    put_started: r.put_started,
-                });
-            }
+        let plan = self.plan(msgs);
+        self.round.clear();
+        let outcome = match self.feedback.check() {
+            Err(e) => Err(e),
+            Ok(()) => self.append_all(plan.wants, plan.wal_only_end).await,
         };
+        self.complete(plan.waiters, &outcome);
+        // Frozen MemTables whose whole store is in the WAL owe nothing more.
+        self.memtables
+            .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.store().len()));
+        plan.stop
+    }
+
+    /// The round `msgs` ask for, in their order: a rotation tracks the new MemTable at once, so
+    /// a later `FlushAll` of the same round covers it too.
+    fn plan(&mut self, msgs: Vec<WalMsg>) -> Plan {
+        let mut plan = Plan::default();
         for msg in msgs {
             match msg {
-                WalMsg::Flush(r) => request(r, &mut wants, &mut waiters),
+                WalMsg::Flush(r) => plan.request(r),
                 WalMsg::Rotated { frozen, active } => {
                     if let Some(t) = self
                         .memtables
@@ -242,7 +274,7 @@ impl WalFlushHandler {
                         progress: WalProgress::default(),
                         frozen: false,
                     });
-                    request(frozen, &mut wants, &mut waiters);
+                    plan.request(frozen);
                 }
                 WalMsg::WalOnlyPut {
                     batches,
@@ -257,8 +289,8 @@ impl WalFlushHandler {
                     self.wal_only.queued_bytes += bytes;
                     if let Some(completion) = completion {
                         let end = self.wal_only.end();
-                        wal_only_end = wal_only_end.max(end);
-                        waiters.push(Waiter::Range {
+                        plan.wal_only_end = plan.wal_only_end.max(end);
+                        plan.waiters.push(Waiter::Range {
                             covers: Covers::WalOnly(end),
                             completion,
                             put_started: Some(started),
@@ -267,21 +299,22 @@ impl WalFlushHandler {
                 }
                 WalMsg::FlushAll { completion } => {
                     for t in &self.memtables {
-                        want(&mut wants, &t.memtable, t.memtable.store().len());
+                        plan.want(&t.memtable, t.memtable.store().len());
                     }
-                    wal_only_end = wal_only_end.max(self.wal_only.end());
+                    plan.wal_only_end = plan.wal_only_end.max(self.wal_only.end());
                     if let Some(completion) = completion {
-                        waiters.push(Waiter::All(completion));
+                        plan.waiters.push(Waiter::All(completion));
                     }
                 }
-                WalMsg::Shutdown => stop = true,
+                WalMsg::Shutdown => plan.stop = true,
             }
         }
-        self.round.clear();
-        let outcome = match self.feedback.check() {
-            Err(e) => Err(e),
-            Ok(()) => self.append_all(wants, wal_only_end).await,
-        };
+        plan
+    }
+
+    /// Writes every waiter's completion after the round's appends ended with `outcome`: `Ok`
+    /// with its entry if its range is covered, else the round's error.
+    fn complete(&mut self, waiters: Vec<Waiter>, outcome: &Result<()>) {
         let acks = self.acknowledged(&waiters);
         for (w, ack) in waiters.into_iter().zip(acks) {
             match w {
@@ -294,7 +327,7 @@ impl WalFlushHandler {
                         self.feedback.stats.record_durable_request();
                     }
                     completion.complete(ack.ok_or_else(|| {
-                        match &outcome {
+                        match outcome {
                             Err(e) => e.clone(),
                             // Every planned range was appended, so an uncovered one was never
                             // planned: a broken invariant, never a success.
@@ -308,10 +341,6 @@ impl WalFlushHandler {
                 Waiter::All(completion) => completion.complete(outcome.clone()),
             }
         }
-        // Frozen MemTables whose whole store is in the WAL owe nothing more.
-        self.memtables
-            .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.store().len()));
-        stop
     }
 
     /// The entry each waiter's range is durable through, if it is, with what its append cost
@@ -415,9 +444,10 @@ impl WalFlushHandler {
             let start = self.memtables[i].progress.appended;
             let committed = store.len();
             if end > committed {
-                // Reference §2.6 (post-#7888): never append a short range and then report the
-                // whole of it durable; a request past the committed length is a broken
-                // invariant, and this writer can no longer vouch for its WAL.
+                // Appending what the store holds and reporting the whole range durable would
+                // acknowledge rows no entry holds (the durability contract in `crate::flush`).
+                // A request past the committed length is a broken invariant, and this writer
+                // can no longer vouch for its WAL.
                 return Err(self.feedback.poison(Error::persistence_failure(
                     format!(
                         "WAL flush range [{start}, {end}) of generation {} is missing batch position {committed}; its BatchStore holds {committed} batches. Reopen the writer to replay the WAL",
@@ -494,8 +524,9 @@ impl WalFlushHandler {
     }
 
     /// WAL-only: appends the whole queue as one entry, then removes exactly what it appended.
-    /// On failure the queue is left as it was (reference §6: a destructive drain could let a
-    /// concurrent durable put see an empty queue and spuriously succeed).
+    /// On failure the queue is left as it was: emptied before its append succeeded, it would
+    /// let a durable put planned meanwhile find nothing owed and succeed with its rows in no
+    /// entry.
     async fn append_wal_only(&mut self) -> Result<()> {
         let batches: Vec<_> = self.wal_only.queue.iter().cloned().collect();
         let requests = self.wal_only.requests.clone();

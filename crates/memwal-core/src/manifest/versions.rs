@@ -262,10 +262,11 @@ impl ManifestStore {
         Ok(CreateOutcome::Created)
     }
 
-    /// Claims the next epoch (reference §1.3): writes version latest+1 with epoch latest+1,
-    /// carrying every other field over. Benign version races are retried; a peer that claimed
-    /// an epoch at least as high as our target fails the claim with `PeerClaimedEpoch`. A
-    /// shard recorded with a different schema fails with `SchemaMismatch` before claiming.
+    /// Claims the next epoch: writes version latest+1 with epoch latest+1, carrying every other
+    /// field over (the replay cursor, the generations: what the new writer takes over). Benign
+    /// version races are retried; a peer that claimed an epoch at least as high as our target
+    /// fails the claim with `PeerClaimedEpoch`. A shard recorded with a different schema fails
+    /// with `SchemaMismatch` before claiming.
     pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
         let latest = self.read_latest().await?;
         self.claim_epoch_after(latest, schema, writer_id, None)
@@ -295,79 +296,109 @@ impl ManifestStore {
                 Some(first) => first,
                 None => self.read_latest().await?,
             };
-            let next = match &latest {
-                Some(m) => {
-                    if m.status == ShardStatus::Sealed as i32 {
-                        return Err(Error::invalid(format!(
-                            "shard {} is sealed; refusing claim (drop in flight)",
-                            self.shard()
-                        )));
-                    }
-                    if let Some(stored) = m.schema()? {
-                        check_same_schema(self.shard(), &stored, schema)?;
-                    }
-                    let mut n = m.clone();
-                    n.version = m.version + 1;
-                    n.writer_epoch = m.writer_epoch + 1;
-                    n.arrow_schema.get_or_insert_with(|| schema_bytes.clone());
-                    n
-                }
-                None => ShardManifest {
-                    shard_id: Some(ProtoUuid {
-                        uuid: self.shard().as_bytes().to_vec(),
-                    }),
-                    version: 1,
-                    writer_epoch: 1,
-                    current_generation: 1,
-                    arrow_schema: Some(schema_bytes.clone()),
-                    ..Default::default()
-                },
-            };
-            let mut next = next;
-            if let Some(name) = name {
-                next.shard_name
-                    .get_or_insert_with(|| name.as_str().to_string());
-            }
-            next.writer_id = writer_id.to_string();
-            next.record_claim();
-            next.checksum = None;
-            // The version hint is left one version behind: it is best effort, only Lance
-            // readers use it, and its durable overwrite would lengthen failover. The next
-            // commit moves it.
-            let now = match self.create(&next).await? {
-                CreateOutcome::Created => match self.newer_than(next.version).await? {
-                    None => return Ok(next),
-                    Some(now) => {
-                        if now.writer_epoch < next.writer_epoch {
-                            // Nobody built on our version (a successor's would carry our
-                            // epoch or more): it is a number collection had freed. Remove it so
-                            // a hint-probing reader cannot find it, and claim above the latest.
-                            let _ = self.store.delete(&self.paths.manifest(next.version)).await;
-                        }
-                        Some(now)
-                    }
-                },
-                CreateOutcome::AlreadyExists => self.read_latest().await?,
-            };
-            if let Some(now) = now
-                && now.writer_epoch >= next.writer_epoch
-            {
-                return Err(Error::peer_claimed_during_open(
-                    format!(
-                        "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {})",
-                        self.shard(),
-                        next.version,
-                        now.writer_epoch,
-                        next.writer_epoch
-                    ),
-                    now.holder(),
-                ));
+            let next =
+                self.claim_version(latest.as_ref(), schema, &schema_bytes, writer_id, name)?;
+            if self.create_claim(&next).await? {
+                return Ok(next);
             }
         }
         Err(Error::io_msg(format!(
             "Failed to claim shard {} after {MAX_CLAIM_ATTEMPTS} retries due to manifest contention; retry the open",
             self.shard()
         )))
+    }
+
+    /// The version a claim from `latest` creates: `latest` with the next version and epoch
+    /// (its schema, `schema_bytes`, recorded if it had none), or version 1 of a new shard;
+    /// owned by `writer_id`, with the shard's `name` if it had none.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a sealed shard; `SchemaMismatch` if `latest` records another
+    /// schema than `schema`.
+    fn claim_version(
+        &self,
+        latest: Option<&ShardManifest>,
+        schema: &Schema,
+        schema_bytes: &[u8],
+        writer_id: &str,
+        name: Option<&ShardName>,
+    ) -> Result<ShardManifest> {
+        let mut next = match latest {
+            Some(m) => {
+                if m.status == ShardStatus::Sealed as i32 {
+                    return Err(Error::invalid(format!(
+                        "shard {} is sealed; refusing claim (drop in flight)",
+                        self.shard()
+                    )));
+                }
+                if let Some(stored) = m.schema()? {
+                    check_same_schema(self.shard(), &stored, schema)?;
+                }
+                let mut n = m.clone();
+                n.version = m.version + 1;
+                n.writer_epoch = m.writer_epoch + 1;
+                n.arrow_schema.get_or_insert_with(|| schema_bytes.to_vec());
+                n
+            }
+            None => ShardManifest {
+                shard_id: Some(ProtoUuid {
+                    uuid: self.shard().as_bytes().to_vec(),
+                }),
+                version: 1,
+                writer_epoch: 1,
+                current_generation: 1,
+                arrow_schema: Some(schema_bytes.to_vec()),
+                ..Default::default()
+            },
+        };
+        if let Some(name) = name {
+            next.shard_name
+                .get_or_insert_with(|| name.as_str().to_string());
+        }
+        next.writer_id = writer_id.to_string();
+        next.record_claim();
+        next.checksum = None;
+        Ok(next)
+    }
+
+    /// Creates the claim's version `next` and confirms it (rule 2 of the module docs): `true`
+    /// if the claim holds, `false` to claim again from the latest version.
+    ///
+    /// # Errors
+    /// `PeerClaimedEpoch` if the latest version is a peer's claim of an epoch at least ours.
+    async fn create_claim(&self, next: &ShardManifest) -> Result<bool> {
+        // The version hint is left one version behind: it is best effort, only Lance readers
+        // use it, and its durable overwrite would lengthen failover. The next commit moves it.
+        let now = match self.create(next).await? {
+            CreateOutcome::Created => match self.newer_than(next.version).await? {
+                None => return Ok(true),
+                Some(now) => {
+                    if now.writer_epoch < next.writer_epoch {
+                        // Nobody built on our version (a successor's would carry our epoch or
+                        // more): it is a number collection had freed. Remove it so a
+                        // hint-probing reader cannot find it, and claim above the latest.
+                        let _ = self.store.delete(&self.paths.manifest(next.version)).await;
+                    }
+                    Some(now)
+                }
+            },
+            CreateOutcome::AlreadyExists => self.read_latest().await?,
+        };
+        if let Some(now) = now
+            && now.writer_epoch >= next.writer_epoch
+        {
+            return Err(Error::peer_claimed_during_open(
+                format!(
+                    "Failed to claim shard {} (version {}): another writer claimed epoch {} (>= our target {})",
+                    self.shard(),
+                    next.version,
+                    now.writer_epoch,
+                    next.writer_epoch
+                ),
+                now.holder(),
+            ));
+        }
+        Ok(false)
     }
 
     /// `PeerClaimedEpoch` unless the latest version is the writer's own: of epoch
@@ -382,7 +413,7 @@ impl ManifestStore {
         }
     }
 
-    /// Commits a new version built by `prepare` from the latest one (reference §1.3):
+    /// Commits a new version built by `prepare` from the latest one, as version latest+1:
     /// fails fast with `PeerClaimedEpoch` if a successor claimed the shard; retries version
     /// races. `prepare` returns `None` when the latest version already holds the change (a
     /// commit whose acknowledgement was lost), which then counts as done.
@@ -508,7 +539,7 @@ mod tests {
         }
     }
 
-    // Reference §8.6 scenarios 91-95.
+    // Each version is created once; the latest is the highest, whatever epoch it holds.
     #[tokio::test]
     async fn versions_are_created_once_and_latest_is_found() {
         for m in stores() {
@@ -578,7 +609,8 @@ mod tests {
         }
     }
 
-    // Reference §8.6 scenario 97.
+    // A claim carries every field of the latest version over, a replay cursor moved by a
+    // commit that changed nothing else included.
     #[tokio::test]
     async fn claim_after_a_cursor_only_bump_keeps_the_cursor() {
         for m in stores() {
@@ -602,7 +634,7 @@ mod tests {
         }
     }
 
-    // Reference §8.6 scenario 98.
+    // A sealed shard (being dropped) takes no new claim, and nothing is written.
     #[tokio::test]
     async fn sealed_shard_refuses_claims() {
         for m in stores() {
@@ -653,7 +685,8 @@ mod tests {
         }
     }
 
-    // Reference §8.6 scenario 102 (sequential form) and §10.23.
+    // A commit whose change the latest version already holds (an earlier attempt that lost
+    // its acknowledgement) writes nothing and returns that version.
     #[tokio::test]
     async fn commit_update_skips_an_already_applied_change() {
         for m in stores() {

@@ -30,7 +30,7 @@
 //! Used by the reliability suite (`tests/power_loss.rs`) through [`crate::Store::on_fs`].
 //! Compiled only with the `testing` feature: production builds do not carry it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
@@ -328,15 +328,40 @@ impl SimFs {
         let mut state = s.clone();
         drop(s);
         // Seeded, so that a crash state is reproducible.
-        let mut rng = SplitMix64::new(match mode {
-            CrashMode::DropUnsynced => 0,
-            CrashMode::Random(seed) => seed,
-        });
-        let random = matches!(mode, CrashMode::Random(_));
-        let mut ids: Vec<u64> = state.dirs.keys().copied().collect();
+        let mut luck = Luck {
+            rng: SplitMix64::new(match mode {
+                CrashMode::DropUnsynced => 0,
+                CrashMode::Random(seed) => seed,
+            }),
+            random: matches!(mode, CrashMode::Random(_)),
+        };
+        // Directories first, then files: the draws come in that order, so a seed always
+        // recovers the same state.
+        state.recover_dirs(&mut luck);
+        let freed = state.recover_files(&mut luck);
+        state.mount(&freed);
+        SimFs {
+            state: Mutex::new(state),
+        }
+    }
+}
+
+/// What decides, at a recovery, whether an unsynced change reached the disk.
+struct Luck {
+    rng: SplitMix64,
+    /// [`CrashMode::Random`]: some unsynced changes survive. Otherwise none does.
+    random: bool,
+}
+
+impl State {
+    /// Each directory's entries as the disk holds them after the power loss: the synced ones,
+    /// and with [`CrashMode::Random`], for each name changed since, a coin's choice of the new
+    /// entry or the old.
+    fn recover_dirs(&mut self, luck: &mut Luck) {
+        let mut ids: Vec<u64> = self.dirs.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            let dir = state.dirs.get_mut(&id).expect("listed");
+            let dir = self.dirs.get_mut(&id).expect("listed");
             let mut names: Vec<String> = dir
                 .entries
                 .keys()
@@ -349,7 +374,7 @@ impl SimFs {
             for name in names {
                 let now = dir.entries.get(&name).copied();
                 let then = dir.synced.get(&name).copied();
-                let pick = if now == then || !random || !coin(&mut rng) {
+                let pick = if now == then || !luck.random || !coin(&mut luck.rng) {
                     then
                 } else {
                     now
@@ -361,14 +386,22 @@ impl SimFs {
             dir.entries = kept.clone();
             dir.synced = kept;
         }
-        let mut ids: Vec<u64> = state.files.keys().copied().collect();
+    }
+
+    /// Each file's data and link count as the disk holds them after the power loss (with
+    /// [`CrashMode::Random`], unsynced data may survive as a prefix, a torn write, and an
+    /// unsynced inode may have been written back); the files whose link count is then 0.
+    fn recover_files(&mut self, luck: &mut Luck) -> HashSet<u64> {
+        let random = luck.random;
+        let rng = &mut luck.rng;
+        let mut ids: Vec<u64> = self.files.keys().copied().collect();
         ids.sort_unstable();
-        let mut freed = std::collections::HashSet::new();
+        let mut orphans = HashSet::new();
         for id in ids {
-            let f = state.files.get_mut(&id).expect("listed");
+            let f = self.files.get_mut(&id).expect("listed");
             let data = match &f.synced {
                 Some(d) if *d == f.data => d.clone(),
-                Some(d) if !random || coin(&mut rng) => d.clone(),
+                Some(d) if !random || coin(rng) => d.clone(),
                 None if !random => Vec::new(),
                 _ => {
                     let cut = (rng.next_u64() % (f.data.len() as u64 + 1)) as usize;
@@ -378,44 +411,47 @@ impl SimFs {
             f.data = data.clone();
             f.synced = Some(data);
             // The kernel may have written an unsynced inode back on its own.
-            let links = if f.links != f.synced_links && random && coin(&mut rng) {
+            let links = if f.links != f.synced_links && random && coin(rng) {
                 f.links
             } else {
                 f.synced_links
             };
             if links == 0 {
-                // The orphan cleanup at mount frees it (module docs).
-                freed.insert(id);
+                orphans.insert(id);
             }
         }
-        for id in &freed {
-            state.files.remove(id);
+        orphans
+    }
+
+    /// The mount after the reboot: the orphan cleanup frees the `orphans` (module docs), what
+    /// `e2fsck` would do with the entries and link counts follows, and the machine is up with
+    /// no fault armed.
+    fn mount(&mut self, orphans: &HashSet<u64>) {
+        for id in orphans {
+            self.files.remove(id);
         }
-        for dir in state.dirs.values_mut() {
+        for dir in self.dirs.values_mut() {
             dir.entries
-                .retain(|_, n| !matches!(n, Node::File(f) if freed.contains(f)));
+                .retain(|_, n| !matches!(n, Node::File(f) if orphans.contains(f)));
             dir.synced = dir.entries.clone();
         }
         let mut counts: HashMap<u64, u32> = HashMap::new();
-        for dir in state.dirs.values() {
+        for dir in self.dirs.values() {
             for n in dir.entries.values() {
                 if let Node::File(f) = n {
                     *counts.entry(*f).or_default() += 1;
                 }
             }
         }
-        for (id, f) in state.files.iter_mut() {
+        for (id, f) in self.files.iter_mut() {
             // e2fsck sets each link count to the entries found.
             f.links = counts.get(id).copied().unwrap_or(0);
             f.synced_links = f.links;
         }
-        state.points = 0;
-        state.crash_after = None;
-        state.dead = false;
-        state.failing_file_syncs = 0;
-        SimFs {
-            state: Mutex::new(state),
-        }
+        self.points = 0;
+        self.crash_after = None;
+        self.dead = false;
+        self.failing_file_syncs = 0;
     }
 }
 

@@ -1,4 +1,5 @@
-//! [`WalAppender`]: appends entries at the next WAL position (reference §3.2).
+//! [`WalAppender`]: appends entries at the next WAL position, each slot created at most once
+//! (put-if-not-exists), which is what fences a stale writer (`docs/fencing.md`, section 1).
 //!
 //! Outcomes of one append:
 //! - **created**: the entry is durable (the store's put returned); the position advances.
@@ -6,9 +7,10 @@
 //!   was lost (after a failed attempt of ours, or one the object store client retried
 //!   internally). Read it back: if it holds exactly our bytes, the append succeeded (the bytes
 //!   carry our epoch, and a writer never sends two different entries to one slot, so nobody
-//!   else can have written them). This resolves the ambiguity Lance reports as
-//!   `PersistenceFailure` (reference §3.2). A read-back that fails resolves nothing: it is
-//!   retried like a failed put (same slot, same budget), never taken for someone else's entry.
+//!   else can have written them). Lance reports this case as `PersistenceFailure`, though the
+//!   append may have landed; the read-back tells. A read-back that fails resolves nothing: it
+//!   is retried like a failed put (same slot, same budget), never taken for someone else's
+//!   entry.
 //! - **slot taken** otherwise: read the manifest. A higher epoch means a successor fenced us:
 //!   `PeerClaimedEpoch`. A fence sentinel of a lower epoch is skipped: a writer that claimed
 //!   just before us and lost the open race can write its sentinel after ours (its open then
@@ -51,7 +53,9 @@ pub struct AppendedEntry {
     pub bytes: usize,
 }
 
-/// Fence sentinel conflicts tolerated before giving up (reference §3.1).
+/// Taken slots a fence sentinel passes (and stale sentinels an append steps over) before
+/// giving up: an open racing a predecessor that keeps appending fails with an error to retry
+/// rather than chase its tip for ever.
 const MAX_SENTINEL_CONFLICTS: u32 = 1024;
 /// Consecutive WAL slots one fence-sentinel put may take, the first free in order. A live
 /// predecessor keeps appending while the sentinel's data syncs, so its exact tip is often
@@ -171,17 +175,13 @@ impl WalAppender {
     }
 
     /// Writes the entry `encode` makes for a slot at the next position (or, past stale
-    /// sentinels, a later one); the position written and the entry's size.
+    /// sentinels, a later one); the position written and the entry's size. Each attempt ends in
+    /// one of the outcomes of the module docs.
     async fn append_encoded(
         &mut self,
         encode: impl Fn(u64) -> Result<Bytes>,
     ) -> Result<(u64, usize)> {
-        let mut position = self.next_position;
-        let shard = self.claim.paths.shard_id();
-        let mut path = self.claim.paths.wal_entry(position);
-        let mut bytes = encode(position)?;
-        let mut failed_attempts: u32 = 0;
-        let mut stale_sentinels: u32 = 0;
+        let mut slot = Slot::new(&self.claim.paths, self.next_position, &encode)?;
         self.claim
             .store
             .faults()
@@ -191,101 +191,109 @@ impl WalAppender {
             match self
                 .claim
                 .store
-                .put_if_absent_then(&path, bytes.clone(), self.prepare_next)
+                .put_if_absent_then(&slot.path, slot.bytes.clone(), self.prepare_next)
                 .await
             {
-                Ok(CreateOutcome::Created) => {
-                    self.next_position = position + 1;
-                    return Ok((position, bytes.len()));
-                }
-                Ok(CreateOutcome::AlreadyExists) => {
-                    match self.holds(&path, &bytes).await {
-                        Ok(true) => {
-                            // An earlier attempt of ours landed and only its response was
-                            // lost (ours, or one retried inside the object store client, which
-                            // then reports the slot as taken). The entry's bytes name our
-                            // epoch, so no other writer can have written exactly them: the
-                            // append succeeded.
-                            self.next_position = position + 1;
-                            return Ok((position, bytes.len()));
-                        }
-                        Ok(false) => {}
-                        Err(e) => {
-                            // The slot may hold our own write: until it can be read back the
-                            // outcome is unknown, never a fence. Retry like a failed put.
-                            if !self
-                                .retry
-                                .wait_before_retry(&mut failed_attempts, "wal read-back", &e)
-                                .await
-                            {
-                                return Err(Error::persistence_failure(
-                                    format!(
-                                        "WAL position {position} for shard {shard} is taken and could not be read back after {failed_attempts} retries, so whether it holds this entry is unknown; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
-                                    ),
-                                    Some(std::sync::Arc::new(e)),
-                                ));
-                            }
-                            continue;
-                        }
+                Ok(CreateOutcome::Created) => break,
+                Ok(CreateOutcome::AlreadyExists) => match self.slot_taken(&mut slot).await? {
+                    Taken::Ours => break,
+                    Taken::Unknown => {}
+                    Taken::StaleSentinel => {
+                        slot.skip(&self.claim.paths, &encode)?;
+                        self.next_position = slot.position;
                     }
-                    if let Some(fence) = self.successor_fence().await {
-                        return Err(fence);
-                    }
-                    if stale_sentinels < MAX_SENTINEL_CONFLICTS
-                        && self.holds_stale_sentinel(position).await
-                    {
-                        // A writer that claimed a lower epoch just before us found the tip
-                        // after our sentinel and wrote its own there (its open then aborts on
-                        // ours). It holds no rows and nobody will write after it, so skipping
-                        // it neither duplicates nor strands data.
-                        stale_sentinels += 1;
-                        failed_attempts = 0;
-                        position += 1;
-                        path = self.claim.paths.wal_entry(position);
-                        bytes = encode(position)?;
-                        self.next_position = position;
-                        continue;
-                    }
-                    let message = if failed_attempts > 0 {
-                        format!(
-                            "WAL position {position} for shard {shard} was taken after a failed PUT; in-memory state may diverge from the durable WAL, reopen to replay"
-                        )
-                    } else {
-                        format!(
-                            "WAL position {position} for shard {shard} is already taken although no writer claimed a higher epoch; in-memory state may diverge from the durable WAL, reopen to replay"
-                        )
-                    };
-                    return Err(Error::persistence_failure(message, None));
-                }
-                Err(e) => {
-                    if let Some(fence) = self.successor_fence().await {
-                        return Err(fence);
-                    }
-                    if crate::store::is_sync_failure(&e) {
-                        // fsyncgate: after a failed sync the kernel may have dropped the dirty
-                        // pages, so a later "successful" retry proves nothing. Stop here.
-                        return Err(Error::persistence_failure(
-                            format!(
-                                "WAL persistence failed for shard {shard} at position {position}: a sync failed, so the entry may or may not be durable and is not retried; reopen to replay: {e}"
-                            ),
-                            Some(std::sync::Arc::new(e)),
-                        ));
-                    }
-                    if !self
-                        .retry
-                        .wait_before_retry(&mut failed_attempts, "wal append", &e)
-                        .await
-                    {
-                        return Err(Error::persistence_failure(
-                            format!(
-                                "WAL persistence failed for shard {shard} at position {position} after {failed_attempts} retries; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
-                            ),
-                            Some(std::sync::Arc::new(e)),
-                        ));
-                    }
-                }
+                },
+                Err(e) => self.put_failed(&mut slot, e).await?,
             }
         }
+        self.next_position = slot.position + 1;
+        Ok((slot.position, slot.bytes.len()))
+    }
+
+    /// After a put found `slot` taken: whether the entry there is ours, a stale sentinel to
+    /// step over, or unknown (it could not be read back: retry); else the error.
+    async fn slot_taken(&self, slot: &mut Slot) -> Result<Taken> {
+        let (position, shard) = (slot.position, self.claim.paths.shard_id());
+        match self.holds(&slot.path, &slot.bytes).await {
+            // An earlier attempt of ours landed and only its response was lost (ours, or one
+            // retried inside the object store client, which then reports the slot as taken).
+            // The entry's bytes name our epoch, so no other writer can have written exactly
+            // them: the append succeeded.
+            Ok(true) => return Ok(Taken::Ours),
+            Ok(false) => {}
+            Err(e) => {
+                // The slot may hold our own write: until it can be read back the outcome is
+                // unknown, never a fence. Retry like a failed put.
+                if !self
+                    .retry
+                    .wait_before_retry(&mut slot.failed_attempts, "wal read-back", &e)
+                    .await
+                {
+                    let failed_attempts = slot.failed_attempts;
+                    return Err(Error::persistence_failure(
+                        format!(
+                            "WAL position {position} for shard {shard} is taken and could not be read back after {failed_attempts} retries, so whether it holds this entry is unknown; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
+                        ),
+                        Some(std::sync::Arc::new(e)),
+                    ));
+                }
+                return Ok(Taken::Unknown);
+            }
+        }
+        if let Some(fence) = self.successor_fence().await {
+            return Err(fence);
+        }
+        if slot.stale_sentinels < MAX_SENTINEL_CONFLICTS
+            && self.holds_stale_sentinel(position).await
+        {
+            // A writer that claimed a lower epoch just before us found the tip after our
+            // sentinel and wrote its own there (its open then aborts on ours). It holds no rows
+            // and nobody will write after it, so skipping it neither duplicates nor strands data.
+            return Ok(Taken::StaleSentinel);
+        }
+        let message = if slot.failed_attempts > 0 {
+            format!(
+                "WAL position {position} for shard {shard} was taken after a failed PUT; in-memory state may diverge from the durable WAL, reopen to replay"
+            )
+        } else {
+            format!(
+                "WAL position {position} for shard {shard} is already taken although no writer claimed a higher epoch; in-memory state may diverge from the durable WAL, reopen to replay"
+            )
+        };
+        Err(Error::persistence_failure(message, None))
+    }
+
+    /// After a put at `slot` failed with `e`: `Ok` to try the same slot again (after the
+    /// backoff), or the error that ends the append.
+    async fn put_failed(&self, slot: &mut Slot, e: object_store::Error) -> Result<()> {
+        let (position, shard) = (slot.position, self.claim.paths.shard_id());
+        if let Some(fence) = self.successor_fence().await {
+            return Err(fence);
+        }
+        if crate::store::is_sync_failure(&e) {
+            // fsyncgate: after a failed sync the kernel may have dropped the dirty pages, so a
+            // later "successful" retry proves nothing. Stop here.
+            return Err(Error::persistence_failure(
+                format!(
+                    "WAL persistence failed for shard {shard} at position {position}: a sync failed, so the entry may or may not be durable and is not retried; reopen to replay: {e}"
+                ),
+                Some(std::sync::Arc::new(e)),
+            ));
+        }
+        if !self
+            .retry
+            .wait_before_retry(&mut slot.failed_attempts, "wal append", &e)
+            .await
+        {
+            let failed_attempts = slot.failed_attempts;
+            return Err(Error::persistence_failure(
+                format!(
+                    "WAL persistence failed for shard {shard} at position {position} after {failed_attempts} retries; in-memory state may diverge from the durable WAL, reopen to replay: {e}"
+                ),
+                Some(std::sync::Arc::new(e)),
+            ));
+        }
+        Ok(())
     }
 
     /// One attempt at the sentinel (`bytes`): stages it first if that has not succeeded yet.
@@ -319,9 +327,9 @@ impl WalAppender {
     }
 
     /// Writes a fence sentinel at the WAL tip, starting the search at `tip`, and moves the
-    /// next position past it (reference §3.1). A slot taken meanwhile means another entry
-    /// landed there; the sentinel goes to the next slot. Returns the sentinel's position.
-    /// `staged`, if it is this epoch's, spares the write its data sync.
+    /// next position past it (how it fences: `docs/fencing.md`, section 1). A slot taken
+    /// meanwhile means another entry landed there; the sentinel goes to the next slot. Returns
+    /// the sentinel's position. `staged`, if it is this epoch's, spares the write its data sync.
     pub async fn write_fence_sentinel(
         &mut self,
         tip: u64,
@@ -331,79 +339,174 @@ impl WalAppender {
             .filter(|s| s.epoch == self.claim.epoch)
             .map(|s| s.put);
         let bytes = entry::encode_sentinel(self.claim.epoch)?;
-        let shard = self.claim.paths.shard_id();
-        let mut position = tip.max(1);
-        let mut conflicts = 0u32;
-        let mut failed_attempts = 0u32;
-        // After a failed put, one of ours may have landed: then go one slot at a time and
-        // read each taken slot back.
-        let mut ours_may_have_landed = false;
+        let mut search = SentinelSearch {
+            position: tip.max(1),
+            conflicts: 0,
+            failed_attempts: 0,
+            ours_may_have_landed: false,
+        };
         loop {
-            let slots = if ours_may_have_landed {
-                1
-            } else {
-                SENTINEL_SLOTS
-            };
-            let candidates: Vec<_> = (position..position + slots)
+            let candidates: Vec<_> = search
+                .slots()
                 .map(|p| self.claim.paths.wal_entry(p))
                 .collect();
-            match self.put_sentinel(&mut staged, &bytes, &candidates).await {
-                Ok(FirstFree::Created(i)) => {
-                    let at = position + i as u64;
-                    self.next_position = at + 1;
-                    return Ok(at);
-                }
+            let at = match self.put_sentinel(&mut staged, &bytes, &candidates).await {
+                Ok(FirstFree::Created(i)) => Some(search.position + i as u64),
                 Ok(FirstFree::Taken(taken)) => {
-                    // One slot: a retry inside the store client may have landed our first
-                    // attempt; a sentinel of our epoch can only be ours, as epochs are
-                    // claimed once. (Several slots come only from a local store, which does
-                    // not retry, and only before any failed put.)
-                    if taken == 1
-                        && let Ok(Some(e)) =
-                            super::read_entry(&self.claim.store, &self.claim.paths, position).await
-                        && e.is_sentinel
-                        && e.writer_epoch == self.claim.epoch
-                    {
-                        self.next_position = position + 1;
-                        return Ok(position);
-                    }
-                    conflicts += taken as u32;
-                    failed_attempts = 0;
-                    if conflicts >= MAX_SENTINEL_CONFLICTS {
-                        return Err(Error::io_msg(format!(
-                            "fence sentinel write for shard {shard} failed after {conflicts} conflicts; retry the open"
-                        )));
-                    }
-                    position += taken as u64;
+                    self.sentinel_slots_taken(&mut search, taken).await?
                 }
                 Err(e) => {
-                    if crate::store::is_sync_failure(&e) {
-                        // The sentinel may be readable but not durable; reading it back
-                        // would accept it (fsyncgate). A lost sentinel would let the
-                        // predecessor append after our replay, so the open fails.
-                        return Err(Error::io(
-                            format!(
-                                "writing the fence sentinel of shard {shard} at WAL position {position}: a sync failed, so the sentinel may or may not be durable and is not trusted; retry the open"
-                            ),
-                            e,
-                        ));
-                    }
-                    ours_may_have_landed = true;
-                    if !self
-                        .retry
-                        .wait_before_retry(&mut failed_attempts, "fence sentinel", &e)
-                        .await
-                    {
-                        return Err(Error::io(
-                            format!(
-                                "writing the fence sentinel of shard {shard} at WAL position {position} failed after {failed_attempts} retries"
-                            ),
-                            e,
-                        ));
-                    }
+                    self.sentinel_put_failed(&mut search, e).await?;
+                    None
                 }
+            };
+            if let Some(at) = at {
+                self.next_position = at + 1;
+                return Ok(at);
             }
         }
+    }
+
+    /// After the sentinel's put found the first `taken` of its slots taken: the position of
+    /// our own sentinel if that is what the one slot holds, else `None` to search on past them,
+    /// or the error once there were too many conflicts.
+    async fn sentinel_slots_taken(
+        &self,
+        search: &mut SentinelSearch,
+        taken: usize,
+    ) -> Result<Option<u64>> {
+        let position = search.position;
+        // One slot: a retry inside the store client may have landed our first attempt; a
+        // sentinel of our epoch can only be ours, as epochs are claimed once. (Several slots
+        // come only from a local store, which does not retry, and only before any failed put.)
+        if taken == 1
+            && let Ok(Some(e)) =
+                super::read_entry(&self.claim.store, &self.claim.paths, position).await
+            && e.is_sentinel
+            && e.writer_epoch == self.claim.epoch
+        {
+            return Ok(Some(position));
+        }
+        search.conflicts += taken as u32;
+        search.failed_attempts = 0;
+        if search.conflicts >= MAX_SENTINEL_CONFLICTS {
+            return Err(Error::io_msg(format!(
+                "fence sentinel write for shard {} failed after {} conflicts; retry the open",
+                self.claim.paths.shard_id(),
+                search.conflicts
+            )));
+        }
+        search.position += taken as u64;
+        Ok(None)
+    }
+
+    /// After the sentinel's put failed with `e`: `Ok` to try again (one slot at a time from
+    /// now on, after the backoff), or the error that fails the open.
+    async fn sentinel_put_failed(
+        &self,
+        search: &mut SentinelSearch,
+        e: object_store::Error,
+    ) -> Result<()> {
+        let (shard, position) = (self.claim.paths.shard_id(), search.position);
+        if crate::store::is_sync_failure(&e) {
+            // The sentinel may be readable but not durable; reading it back would accept it
+            // (fsyncgate). A lost sentinel would let the predecessor append after our replay,
+            // so the open fails.
+            return Err(Error::io(
+                format!(
+                    "writing the fence sentinel of shard {shard} at WAL position {position}: a sync failed, so the sentinel may or may not be durable and is not trusted; retry the open"
+                ),
+                e,
+            ));
+        }
+        search.ours_may_have_landed = true;
+        if !self
+            .retry
+            .wait_before_retry(&mut search.failed_attempts, "fence sentinel", &e)
+            .await
+        {
+            return Err(Error::io(
+                format!(
+                    "writing the fence sentinel of shard {shard} at WAL position {position} failed after {} retries",
+                    search.failed_attempts
+                ),
+                e,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The slot one append is trying, with what its attempts so far found.
+struct Slot {
+    position: u64,
+    path: object_store::path::Path,
+    /// The entry as encoded for this slot (it records its position).
+    bytes: Bytes,
+    /// Failed puts and read-backs at this slot, counted against the retry budget.
+    failed_attempts: u32,
+    /// Stale sentinels stepped over so far.
+    stale_sentinels: u32,
+}
+
+impl Slot {
+    /// The slot at `position`, with the entry `encode` makes for it.
+    fn new(
+        paths: &ShardPaths,
+        position: u64,
+        encode: &impl Fn(u64) -> Result<Bytes>,
+    ) -> Result<Self> {
+        Ok(Slot {
+            position,
+            path: paths.wal_entry(position),
+            bytes: encode(position)?,
+            failed_attempts: 0,
+            stale_sentinels: 0,
+        })
+    }
+
+    /// Moves to the next position, past a stale sentinel, with a fresh retry budget.
+    fn skip(&mut self, paths: &ShardPaths, encode: &impl Fn(u64) -> Result<Bytes>) -> Result<()> {
+        self.stale_sentinels += 1;
+        self.failed_attempts = 0;
+        self.position += 1;
+        self.path = paths.wal_entry(self.position);
+        self.bytes = encode(self.position)?;
+        Ok(())
+    }
+}
+
+/// What a taken slot turned out to hold (see [`WalAppender::slot_taken`]).
+enum Taken {
+    /// Exactly our entry: the append succeeded.
+    Ours,
+    /// It could not be read back: try the slot again.
+    Unknown,
+    /// A fence sentinel of a lower epoch: skip to the next slot.
+    StaleSentinel,
+}
+
+/// Where a fence sentinel's search for a free slot is.
+struct SentinelSearch {
+    /// The first slot the next put tries.
+    position: u64,
+    /// Slots found taken so far.
+    conflicts: u32,
+    failed_attempts: u32,
+    /// After a failed put, one of ours may have landed: then go one slot at a time and read
+    /// each taken slot back.
+    ours_may_have_landed: bool,
+}
+
+impl SentinelSearch {
+    /// The slots the next put tries, the first free in order.
+    fn slots(&self) -> std::ops::Range<u64> {
+        let slots = if self.ours_may_have_landed {
+            1
+        } else {
+            SENTINEL_SLOTS
+        };
+        self.position..self.position + slots
     }
 }
 

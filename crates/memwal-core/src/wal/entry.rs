@@ -1,4 +1,5 @@
-//! The WAL entry codec: one Arrow IPC **stream** per entry (reference §1.4).
+//! The WAL entry codec: one Arrow IPC **stream** per entry (a schema message, the batches, an
+//! end-of-stream marker), as Lance's MemWAL writes it, so either can read the other's entries.
 //!
 //! - The schema's metadata carries `writer_epoch` (decimal), as Lance writes it.
 //! - A *fence sentinel* has an empty schema, metadata `writer_epoch` and `fence_sentinel=true`,
@@ -307,156 +308,211 @@ fn schema_message_len(bytes: &[u8]) -> Option<(usize, usize)> {
 
 /// Decodes the entry stored at `object`, the slot of `place`; any inconsistency, including an
 /// entry that records another place (a misplaced copy), is [`Error::Corrupt`] naming `object`.
+///
+/// In the order that keeps damage from reaching arrow's decoder: the schema message, the
+/// checksum it holds (over the whole entry), the batches; then what the metadata says of them.
 pub fn decode_entry(place: EntryPlace, object: &str, bytes: Bytes) -> Result<WalEntry> {
-    let position = place.position;
-    let corrupt = |msg: String, src: Option<arrow_schema::ArrowError>| {
-        Error::corrupt(
-            object,
-            format!("WAL entry {position}: {msg}"),
-            src.map(|e| Arc::new(e) as _),
-        )
+    let damaged = Damaged {
+        object,
+        position: place.position,
     };
-    let (prefix, schema_end) = schema_message_len(&bytes).ok_or_else(|| {
-        corrupt(
-            "truncated before the end of its schema message".into(),
-            None,
-        )
-    })?;
-    // Read the schema and verify the checksum before decoding any batch: arrow's decoder
-    // trusts lengths in the message headers and can panic on damaged ones.
-    let schema = guarded(|| {
-        let message = arrow_ipc::root_as_message(&bytes[prefix..schema_end])
-            .map_err(|e| arrow_schema::ArrowError::IpcError(e.to_string()))?;
-        let fb = message.header_as_schema().ok_or_else(|| {
-            arrow_schema::ArrowError::IpcError("first message is not a schema".into())
-        })?;
-        arrow_ipc::convert::try_fb_to_schema(fb)
-    })
-    .map_err(|e| corrupt("its schema message is not valid Arrow IPC".into(), Some(e)))?;
+    let (schema, schema_end) = damaged.schema_message(&bytes)?;
     let md = schema.metadata();
     let epoch_text = md
         .get(WRITER_EPOCH_KEY)
-        .ok_or_else(|| corrupt("WAL entry missing writer_epoch metadata".into(), None))?;
-    let writer_epoch: u64 = epoch_text.parse().map_err(|_| {
-        corrupt(
-            format!("malformed writer_epoch metadata {epoch_text:?}"),
-            None,
-        )
-    })?;
-    let hex = |digits: &[u8]| {
-        std::str::from_utf8(digits)
-            .ok()
-            .filter(|d| d.len() == 8 && d.bytes().all(is_lower_hex))
-            .and_then(|d| u32::from_str_radix(d, 16).ok())
-            .ok_or_else(|| {
-                corrupt(
-                    format!("malformed checksum {:?}", String::from_utf8_lossy(digits)),
-                    None,
-                )
-            })
-    };
-    let v2_at = guarded(|| Ok(checksum_digits_at(&bytes))).ok().flatten();
-    let checked = if let Some(at) = v2_at {
-        let expected = hex(&bytes[at..at + 8])?;
-        let mut header = bytes[..schema_end].to_vec();
-        header[at..at + 8].copy_from_slice(CHECKSUM_PLACEHOLDER);
-        Some((expected, checksum_v2(&header, &bytes[schema_end..])))
-    } else if let Some(stored) = md.get(CHECKSUM_KEY) {
-        let expected = hex(stored.as_bytes())?;
-        Some((expected, checksum_v1(epoch_text, &bytes[schema_end..])))
-    } else if bytes[..schema_end]
-        .windows(CHECKSUM_KEY.len())
-        .any(|w| w == CHECKSUM_KEY.as_bytes())
-    {
-        // The key's text is there but no metadata entry leads to it: a damaged offset.
-        return Err(corrupt("its checksum metadata is damaged".into(), None));
-    } else {
-        None
-    };
-    if let Some((expected, actual)) = checked {
-        if actual != expected {
-            return Err(corrupt(
-                format!(
-                    "checksum mismatch (stored {expected:08x}, computed {actual:08x}); the entry is torn or damaged"
-                ),
-                None,
-            ));
-        }
-    } else if !bytes.ends_with(&[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]) {
-        return Err(corrupt("no end-of-stream marker".into(), None));
-    }
-    let mut decoder = StreamDecoder::new();
-    let mut buf = Buffer::from(bytes.clone());
-    let mut batches = Vec::new();
-    loop {
-        match guarded(|| decoder.decode(&mut buf)) {
-            Ok(Some(b)) => batches.push(b),
-            Ok(None) => break,
-            Err(e) => return Err(corrupt("not a valid Arrow IPC stream".into(), Some(e))),
-        }
-    }
-    decoder
-        .finish()
-        .map_err(|e| corrupt("truncated Arrow IPC stream".into(), Some(e)))?;
+        .ok_or_else(|| damaged.says("WAL entry missing writer_epoch metadata"))?;
+    let writer_epoch: u64 = epoch_text
+        .parse()
+        .map_err(|_| damaged.says(format!("malformed writer_epoch metadata {epoch_text:?}")))?;
+    damaged.check_checksum(&bytes, schema_end, md, epoch_text)?;
+    let batches = damaged.batches(&bytes)?;
     let is_sentinel = md.get(FENCE_SENTINEL_KEY).is_some_and(|v| v == "true");
     if is_sentinel && !batches.is_empty() {
-        return Err(corrupt("fence sentinel holds batches".into(), None));
+        return Err(damaged.says("fence sentinel holds batches"));
     }
-    let recorded = (md.get(SHARD_KEY), md.get(POSITION_KEY));
-    if recorded != (None, None) {
-        let (shard, at) = (
-            recorded.0.map(String::as_str),
-            recorded.1.map(String::as_str),
-        );
-        let expected_shard = place.shard.to_string();
-        let expected_at = position.to_string();
-        if shard != Some(expected_shard.as_str()) || at != Some(expected_at.as_str()) {
-            return Err(corrupt(
-                format!(
-                    "the entry belongs at position {} of shard {}, not here: a copy in the wrong place (it is not replayed)",
-                    at.unwrap_or("?"),
-                    shard.unwrap_or("?")
-                ),
-                None,
-            ));
-        }
-    }
+    damaged.check_place(md, place)?;
     let requests = match md.get(REQUEST_IDS_KEY) {
         Some(text) => request_id::decode_records(object, text.as_bytes())?,
         None => Vec::new(),
     };
-    let mut clean = md.clone();
-    for k in [
-        WRITER_EPOCH_KEY,
-        FENCE_SENTINEL_KEY,
-        CHECKSUM_KEY,
-        REQUEST_IDS_KEY,
-        SHARD_KEY,
-        POSITION_KEY,
-        BATCH_ROWS_KEY,
-    ] {
-        clean.remove(k);
-    }
-    let schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), clean));
-    let batches = batches
-        .into_iter()
-        .map(|b| {
-            RecordBatch::try_new(schema.clone(), b.columns().to_vec())
-                .map_err(|e| corrupt("batch does not match its schema".into(), Some(e)))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let (schema, batches) = damaged.without_entry_metadata(&schema, batches)?;
     let batches = match md.get(BATCH_ROWS_KEY) {
-        Some(rows) => split_merged(batches, rows).map_err(|msg| corrupt(msg, None))?,
+        Some(rows) => split_merged(batches, rows).map_err(|msg| damaged.says(msg))?,
         None => batches,
     };
     Ok(WalEntry {
-        position,
+        position: place.position,
         writer_epoch,
         is_sentinel,
         schema,
         batches,
         requests,
     })
+}
+
+/// The entry being decoded, as its errors name it: every step of [`decode_entry`] is a method,
+/// so each reports damage the same way.
+struct Damaged<'a> {
+    object: &'a str,
+    position: u64,
+}
+
+impl Damaged<'_> {
+    /// [`Error::Corrupt`] naming the entry, saying `msg`, caused by `src`.
+    fn error(&self, msg: String, src: Option<arrow_schema::ArrowError>) -> Error {
+        Error::corrupt(
+            self.object,
+            format!("WAL entry {}: {msg}", self.position),
+            src.map(|e| Arc::new(e) as _),
+        )
+    }
+
+    /// [`Damaged::error`] with no cause.
+    fn says(&self, msg: impl Into<String>) -> Error {
+        self.error(msg.into(), None)
+    }
+
+    /// The entry's schema (metadata included) and where its schema message ends. Read alone,
+    /// before any batch: arrow's decoder trusts lengths in the message headers and can panic on
+    /// damaged ones, so the checksum is verified first, and it sits in this message.
+    fn schema_message(&self, bytes: &[u8]) -> Result<(Schema, usize)> {
+        let (prefix, schema_end) = schema_message_len(bytes)
+            .ok_or_else(|| self.says("truncated before the end of its schema message"))?;
+        let schema = guarded(|| {
+            let message = arrow_ipc::root_as_message(&bytes[prefix..schema_end])
+                .map_err(|e| arrow_schema::ArrowError::IpcError(e.to_string()))?;
+            let fb = message.header_as_schema().ok_or_else(|| {
+                arrow_schema::ArrowError::IpcError("first message is not a schema".into())
+            })?;
+            arrow_ipc::convert::try_fb_to_schema(fb)
+        })
+        .map_err(|e| self.error("its schema message is not valid Arrow IPC".into(), Some(e)))?;
+        Ok((schema, schema_end))
+    }
+
+    /// Checks the entry against the checksum it carries: a `v2` one (the whole entry), one of
+    /// an earlier build (`epoch_text` and the bytes after the schema message), or none (an entry
+    /// of Lance), which must then at least end with the end-of-stream marker.
+    fn check_checksum(
+        &self,
+        bytes: &[u8],
+        schema_end: usize,
+        md: &arrow_schema::Metadata,
+        epoch_text: &str,
+    ) -> Result<()> {
+        let hex = |digits: &[u8]| {
+            std::str::from_utf8(digits)
+                .ok()
+                .filter(|d| d.len() == 8 && d.bytes().all(is_lower_hex))
+                .and_then(|d| u32::from_str_radix(d, 16).ok())
+                .ok_or_else(|| {
+                    self.says(format!(
+                        "malformed checksum {:?}",
+                        String::from_utf8_lossy(digits)
+                    ))
+                })
+        };
+        let v2_at = guarded(|| Ok(checksum_digits_at(bytes))).ok().flatten();
+        let checked = if let Some(at) = v2_at {
+            let expected = hex(&bytes[at..at + 8])?;
+            let mut header = bytes[..schema_end].to_vec();
+            header[at..at + 8].copy_from_slice(CHECKSUM_PLACEHOLDER);
+            Some((expected, checksum_v2(&header, &bytes[schema_end..])))
+        } else if let Some(stored) = md.get(CHECKSUM_KEY) {
+            let expected = hex(stored.as_bytes())?;
+            Some((expected, checksum_v1(epoch_text, &bytes[schema_end..])))
+        } else if bytes[..schema_end]
+            .windows(CHECKSUM_KEY.len())
+            .any(|w| w == CHECKSUM_KEY.as_bytes())
+        {
+            // The key's text is there but no metadata entry leads to it: a damaged offset.
+            return Err(self.says("its checksum metadata is damaged"));
+        } else {
+            None
+        };
+        match checked {
+            Some((expected, actual)) if actual != expected => Err(self.says(format!(
+                "checksum mismatch (stored {expected:08x}, computed {actual:08x}); the entry is torn or damaged"
+            ))),
+            Some(_) => Ok(()),
+            None if !bytes.ends_with(&[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]) => {
+                Err(self.says("no end-of-stream marker"))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The record batches of the stream, as written (under the schema with entry metadata).
+    fn batches(&self, bytes: &Bytes) -> Result<Vec<RecordBatch>> {
+        let mut decoder = StreamDecoder::new();
+        let mut buf = Buffer::from(bytes.clone());
+        let mut batches = Vec::new();
+        loop {
+            match guarded(|| decoder.decode(&mut buf)) {
+                Ok(Some(b)) => batches.push(b),
+                Ok(None) => break,
+                Err(e) => return Err(self.error("not a valid Arrow IPC stream".into(), Some(e))),
+            }
+        }
+        decoder
+            .finish()
+            .map_err(|e| self.error("truncated Arrow IPC stream".into(), Some(e)))?;
+        Ok(batches)
+    }
+
+    /// Checks that an entry that records its place records `place`: a copy in another slot or
+    /// another shard's WAL would otherwise be replayed twice. Entries that record none (earlier
+    /// builds, Lance, sentinels) pass.
+    fn check_place(&self, md: &arrow_schema::Metadata, place: EntryPlace) -> Result<()> {
+        let recorded = (md.get(SHARD_KEY), md.get(POSITION_KEY));
+        if recorded == (None, None) {
+            return Ok(());
+        }
+        let (shard, at) = (
+            recorded.0.map(String::as_str),
+            recorded.1.map(String::as_str),
+        );
+        let expected_shard = place.shard.to_string();
+        let expected_at = place.position.to_string();
+        if shard != Some(expected_shard.as_str()) || at != Some(expected_at.as_str()) {
+            return Err(self.says(format!(
+                "the entry belongs at position {} of shard {}, not here: a copy in the wrong place (it is not replayed)",
+                at.unwrap_or("?"),
+                shard.unwrap_or("?")
+            )));
+        }
+        Ok(())
+    }
+
+    /// `schema` without the entry metadata keys (memwal's and Lance's), and `batches` under it:
+    /// what the entry holds, as the shard's rows.
+    fn without_entry_metadata(
+        &self,
+        schema: &Schema,
+        batches: Vec<RecordBatch>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        let mut clean = schema.metadata().clone();
+        for k in [
+            WRITER_EPOCH_KEY,
+            FENCE_SENTINEL_KEY,
+            CHECKSUM_KEY,
+            REQUEST_IDS_KEY,
+            SHARD_KEY,
+            POSITION_KEY,
+            BATCH_ROWS_KEY,
+        ] {
+            clean.remove(k);
+        }
+        let schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), clean));
+        let batches = batches
+            .into_iter()
+            .map(|b| {
+                RecordBatch::try_new(schema.clone(), b.columns().to_vec())
+                    .map_err(|e| self.error("batch does not match its schema".into(), Some(e)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((schema, batches))
+    }
 }
 
 /// The batches merged into `batches` (one batch), sliced back by their row counts `rows`
@@ -525,7 +581,7 @@ mod tests {
         .unwrap()
     }
 
-    // Reference §8.3 scenario 55.
+    // The epoch and the batches come back as written, and the schema without entry metadata.
     #[test]
     fn entry_round_trips_with_epoch_and_batches() {
         let bytes = encode_entry(42, &[batch(&[1, 2, 3]), batch(&[4, 5])]).unwrap();
@@ -680,7 +736,7 @@ mod tests {
         assert!(e.schema.fields().is_empty());
     }
 
-    // Reference §8.3 scenario 60.
+    // An append of no batches, or with an empty batch, is refused before anything is encoded.
     #[test]
     fn invalid_appends_are_rejected() {
         let e = encode_entry(1, &[]).unwrap_err();

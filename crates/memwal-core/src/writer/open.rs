@@ -291,61 +291,30 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
     {
         check_same_schema(shard.id(), &stored, &schema)?;
     }
-    let hint = latest.as_ref().map_or(0, |m| {
-        m.wal_entry_position_last_seen
-            .max(m.replay_after_wal_entry_position)
-    });
-    let expected_epoch = latest.as_ref().map_or(1, |m| m.writer_epoch + 1);
-    let cursor = latest
-        .as_ref()
-        .map_or(0, |m| m.replay_after_wal_entry_position);
-    let low_water = match &latest {
-        Some(m) => wal::low_water(&store, &paths, m).await?,
-        None => 0,
-    };
-    let read_as = latest
-        .as_ref()
-        .map(|m| (m.wal_low_water, m.replay_after_wal_entry_position));
+    let start = ClaimStart::read(&store, &paths, latest.as_ref()).await?;
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
         manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name()),
-        wal::discover_tip(&store, &paths, hint, low_water),
+        wal::discover_tip(&store, &paths, start.hint, start.low_water),
         async {
             // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is not
             // final here: the sentinel write stages again and retries.
-            Ok(if expected_epoch >= 2 {
-                StagedSentinel::stage(&store, &paths, expected_epoch)
+            Ok(if start.expected_epoch >= 2 {
+                StagedSentinel::stage(&store, &paths, start.expected_epoch)
                     .await
                     .ok()
             } else {
                 None
             })
         },
-        wal::find_gap(&store, &paths, cursor),
+        wal::find_gap(&store, &paths, start.cursor),
     )?;
     if let Some(gap) = gap {
         // Before the sentinel, which would take the hole for the tip and fill it.
         return Err(gap.error(&paths));
     }
-    // Garbage collection may have removed entries up to the claimed version's low-water mark
-    // while the tip was searched from an older manifest; a tip found there is no tip. The
-    // claimed version carries the mark and cursor it was built from, so unless the claim raced
-    // to a newer one, the mark found before it holds (and costs no second listing).
-    let claimed_low_water = if read_as
-        == Some((
-            manifest.wal_low_water,
-            manifest.replay_after_wal_entry_position,
-        )) {
-        low_water
-    } else {
-        wal::low_water(&store, &paths, &manifest).await?
-    };
-    let tip = if tip <= claimed_low_water {
-        wal::discover_tip(&store, &paths, 0, claimed_low_water).await?
-    } else {
-        tip
-    };
+    let tip = start.tip_above_mark(&store, &paths, &manifest, tip).await?;
     make_replayed_entries_durable(
         &store,
         &paths,
@@ -375,6 +344,73 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
         tip,
         staged,
     })
+}
+
+/// What a claim starts from, read from the latest manifest before it: where the tip search
+/// starts, the epoch it expects to win, the replay cursor, and the low-water mark.
+struct ClaimStart {
+    /// The highest WAL position the manifest knows of.
+    hint: u64,
+    expected_epoch: u64,
+    cursor: u64,
+    /// The low-water mark as [`wal::low_water`] derives it for the manifest.
+    low_water: u64,
+    /// The manifest's (mark, cursor), to tell whether the claimed version was built from it.
+    read_as: Option<(u64, u64)>,
+}
+
+impl ClaimStart {
+    /// Reads what a claim from `latest` (`None`: a shard never claimed) starts from.
+    async fn read(
+        store: &Store,
+        paths: &ShardPaths,
+        latest: Option<&ShardManifest>,
+    ) -> Result<Self> {
+        let low_water = match latest {
+            Some(m) => wal::low_water(store, paths, m).await?,
+            None => 0,
+        };
+        Ok(ClaimStart {
+            hint: latest.map_or(0, |m| {
+                m.wal_entry_position_last_seen
+                    .max(m.replay_after_wal_entry_position)
+            }),
+            expected_epoch: latest.map_or(1, |m| m.writer_epoch + 1),
+            cursor: latest.map_or(0, |m| m.replay_after_wal_entry_position),
+            low_water,
+            read_as: latest.map(|m| (m.wal_low_water, m.replay_after_wal_entry_position)),
+        })
+    }
+
+    /// The WAL tip for the claimed version `manifest`: `tip`, as found from this start, unless
+    /// it is at or below the claimed version's low-water mark, then searched again above it.
+    ///
+    /// Garbage collection may have removed entries up to the claimed version's mark while the
+    /// tip was searched from an older manifest; a tip found there is no tip. The claimed
+    /// version carries the mark and cursor it was built from, so unless the claim raced to a
+    /// newer one, the mark found before it holds (and costs no second listing).
+    async fn tip_above_mark(
+        &self,
+        store: &Store,
+        paths: &ShardPaths,
+        manifest: &ShardManifest,
+        tip: u64,
+    ) -> Result<u64> {
+        let claimed = (
+            manifest.wal_low_water,
+            manifest.replay_after_wal_entry_position,
+        );
+        let claimed_low_water = if self.read_as == Some(claimed) {
+            self.low_water
+        } else {
+            wal::low_water(store, paths, manifest).await?
+        };
+        if tip <= claimed_low_water {
+            wal::discover_tip(store, paths, 0, claimed_low_water).await
+        } else {
+            Ok(tip)
+        }
+    }
 }
 
 /// The writer's retry policy, reporting each retry as an event.

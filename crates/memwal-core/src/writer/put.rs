@@ -16,8 +16,8 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use tokio::time::Instant;
 
-use super::request_index::Rows;
-use super::state::{Held, Lifecycle, Mode, WriterInner, WriterState};
+use super::request_index::{RequestIndex, Rows};
+use super::state::{Held, Lifecycle, MemTableState, Mode, WalOnlyState, WriterInner, WriterState};
 use super::validate;
 use crate::batch_store::{BatchRange, SizedBatch};
 use crate::error::{Error, Result};
@@ -226,6 +226,10 @@ fn over_pressure(inner: &WriterInner, st: &mut WriterState) -> bool {
 
 /// The insert itself: under the state lock, never waiting. `waiting`: the put's count among
 /// the waiting ones, if it waited already (dropped only after the lock, see [`Waiting`]).
+///
+/// In phases: lock and check the writer is open; answer a retry of a remembered request id;
+/// make the put wait if the writer is over its backpressure limit; insert into the active
+/// MemTable or the WAL-only queue; unlock, then count the put.
 fn insert(
     inner: &Arc<WriterInner>,
     validated: ValidatedBatches,
@@ -255,156 +259,215 @@ fn insert(
             waiting,
         }));
     }
+    let rows = validated.rows;
+    let put = Accepted {
+        inner,
+        request_id,
+        started,
+    };
     let WriterState { mode, requests, .. } = &mut *st;
-    let ValidatedBatches {
-        batches,
-        rows,
-        bytes,
-    } = validated;
-    let durable = inner.config.durable_write;
     let (result, watcher) = match mode {
-        Mode::MemTable(mt) => {
-            if mt.active.memtable.would_overflow(
-                batches.len(),
-                bytes,
-                inner.config.max_memtable_size,
-            ) {
-                inner.freeze(mt);
-            }
-            // The writer is the store's only appender and holds the lock: the rows go here.
-            let start = mt.active.memtable.store().len();
-            let record = request_id.map(|id| PutRecord {
-                id,
-                result: WriteResult {
-                    generation: Some(mt.active.memtable.generation()),
-                    batch_positions: BatchRange {
-                        start,
-                        end: start + batches.len(),
-                    },
-                },
-                put_at_ms: requests.now_ms(),
-            });
-            let kept: Vec<PutRecord> = record.iter().cloned().collect();
-            let range = mt
-                .active
-                .memtable
-                .insert_with(batches, kept)
-                .map_err(|full| {
-                    Error::invalid(format!(
-                        "MemTable batch store is full ({full:?}) - should have been frozen"
-                    ))
-                })?;
-            // INVARIANT (flush.rs contract): capture the accepting MemTable now, before any
-            // trigger below can rotate it.
-            let accepted: Held = mt.active.clone();
-            if let Some(record) = &record {
-                debug_assert_eq!(record.result.batch_positions, range);
-                requests.insert_counted(
-                    record,
-                    Rows::Held {
-                        memtable: accepted.memtable.clone(),
-                        end: range.end,
-                    },
-                    Some(rows),
-                );
-            }
-            let watcher = if durable {
-                let (completion, watcher) = put_completion();
-                let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
-                    memtable: accepted.memtable.clone(),
-                    end: range.end,
-                    completion: Some(completion),
-                    put_started: Some(started),
-                }));
-                Some(watcher)
-            } else {
-                let crossed = accepted
-                    .memtable
-                    .store()
-                    .estimated_bytes()
-                    .checked_div(inner.config.max_wal_buffer_size);
-                // Size trigger: one flush per `max_wal_buffer_size` crossed (0 = off).
-                if let Some(crossed) = crossed
-                    && mt.wal_size_triggers < crossed
-                {
-                    mt.wal_size_triggers = crossed;
-                    let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
-                        memtable: accepted.memtable.clone(),
-                        end: range.end,
-                        completion: None,
-                        put_started: None,
-                    }));
-                }
-                None
-            };
-            if mt
-                .active
-                .memtable
-                .should_freeze(inner.config.max_memtable_size)
-            {
-                inner.freeze(mt);
-            }
-            let result = WriteResult {
-                generation: Some(accepted.memtable.generation()),
-                batch_positions: range,
-            };
-            (result, watcher)
-        }
-        Mode::WalOnly(wo) => {
-            let start = wo.next;
-            wo.next += batches.len() as u64;
-            wo.pending_bytes += bytes;
-            let end = wo.next;
-            let (completion, watcher) = if durable {
-                let (completion, watcher) = put_completion();
-                (Some(completion), Some(watcher))
-            } else {
-                (None, None)
-            };
-            let request = request_id.map(|id| PutRecord {
-                id,
-                result: WriteResult {
-                    generation: None,
-                    batch_positions: BatchRange {
-                        start: start as usize,
-                        end: end as usize,
-                    },
-                },
-                put_at_ms: requests.now_ms(),
-            });
-            if let Some(record) = &request {
-                requests.insert_counted(record, Rows::WalOnly { end }, Some(rows));
-            }
-            let _ = inner.wal_tx.send(WalMsg::WalOnlyPut {
-                batches: batches.into_iter().map(|b| b.batch).collect(),
-                bytes,
-                completion,
-                started,
-                request,
-            });
-            let limit = inner.config.max_wal_buffer_size;
-            if !durable && limit > 0 {
-                // Reference §6: a baseline, reset by every drain of the queue (reported by
-                // the flush handler), so the trigger keeps firing after the first flush.
-                while wo.pending_bytes >= wo.size_baseline + limit {
-                    wo.size_baseline += limit;
-                    let _ = inner.wal_tx.send(WalMsg::FlushAll { completion: None });
-                }
-            }
-            let result = WriteResult {
-                generation: None,
-                batch_positions: BatchRange {
-                    start: start as usize,
-                    end: end as usize,
-                },
-            };
-            (result, watcher)
-        }
+        Mode::MemTable(mt) => put.into_memtable(mt, requests, validated)?,
+        Mode::WalOnly(wo) => put.into_wal_only_queue(wo, requests, validated),
     };
     drop(st);
     drop(waiting);
     inner.feedback.stats.record_put(rows, started.elapsed());
     Ok(Submitted::Inserted(result, watcher))
+}
+
+/// A put the writer takes now (open, not a retry, not over the limit), inserted under the state
+/// lock its caller holds.
+struct Accepted<'a> {
+    inner: &'a Arc<WriterInner>,
+    request_id: Option<RequestId>,
+    started: Instant,
+}
+
+impl Accepted<'_> {
+    /// The put's request-id record, if it carries an id: the result it returns, and when.
+    /// Called once, by the insert: it takes the id.
+    fn record(&mut self, requests: &RequestIndex, result: WriteResult) -> Option<PutRecord> {
+        self.request_id.take().map(|id| PutRecord {
+            id,
+            result,
+            put_at_ms: requests.now_ms(),
+        })
+    }
+
+    /// MemTable mode: inserts the batches into the active MemTable (freezing it first if they
+    /// would overflow it), asks the WAL flush handler for what the put needs, and freezes the
+    /// MemTable if it is now full.
+    fn into_memtable(
+        mut self,
+        mt: &mut MemTableState,
+        requests: &mut RequestIndex,
+        validated: ValidatedBatches,
+    ) -> Result<(WriteResult, Option<DurableWatcher>)> {
+        let max_size = self.inner.config.max_memtable_size;
+        if mt
+            .active
+            .memtable
+            .would_overflow(validated.batches.len(), validated.bytes, max_size)
+        {
+            self.inner.freeze(mt);
+        }
+        let (accepted, range) = self.insert_and_capture(mt, requests, validated)?;
+        let watcher = self.request_wal_flush(mt, &accepted, range.end);
+        if mt.active.memtable.should_freeze(max_size) {
+            self.inner.freeze(mt);
+        }
+        let result = WriteResult {
+            generation: Some(accepted.memtable.generation()),
+            batch_positions: range,
+        };
+        Ok((result, watcher))
+    }
+
+    /// Inserts the batches into the active MemTable, with the put's request-id record beside
+    /// the last one, and remembers the id; returns the MemTable that accepted them and where.
+    fn insert_and_capture(
+        &mut self,
+        mt: &mut MemTableState,
+        requests: &mut RequestIndex,
+        validated: ValidatedBatches,
+    ) -> Result<(Held, BatchRange)> {
+        let ValidatedBatches { batches, rows, .. } = validated;
+        // The writer is the store's only appender and holds the lock: the rows go here.
+        let start = mt.active.memtable.store().len();
+        let record = self.record(
+            requests,
+            WriteResult {
+                generation: Some(mt.active.memtable.generation()),
+                batch_positions: BatchRange {
+                    start,
+                    end: start + batches.len(),
+                },
+            },
+        );
+        let kept: Vec<PutRecord> = record.iter().cloned().collect();
+        let range = mt
+            .active
+            .memtable
+            .insert_with(batches, kept)
+            .map_err(|full| {
+                Error::invalid(format!(
+                    "MemTable batch store is full ({full:?}) - should have been frozen"
+                ))
+            })?;
+        // INVARIANT (flush.rs contract): capture the accepting MemTable now, before any
+        // trigger can rotate it.
+        let accepted: Held = mt.active.clone();
+        if let Some(record) = &record {
+            debug_assert_eq!(record.result.batch_positions, range);
+            requests.insert_counted(
+                record,
+                Rows::Held {
+                    memtable: accepted.memtable.clone(),
+                    end: range.end,
+                },
+                Some(rows),
+            );
+        }
+        Ok((accepted, range))
+    }
+
+    /// What a MemTable-mode put asks of the WAL flush handler for `accepted`'s batches up to
+    /// `end`. Durable: a flush request with the put's completion, whose watcher it returns.
+    /// Otherwise: a flush only when the MemTable crosses another `max_wal_buffer_size`
+    /// (0 = never), and no watcher.
+    fn request_wal_flush(
+        &self,
+        mt: &mut MemTableState,
+        accepted: &Held,
+        end: usize,
+    ) -> Option<DurableWatcher> {
+        let inner = self.inner;
+        if inner.config.durable_write {
+            let (completion, watcher) = put_completion();
+            let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
+                memtable: accepted.memtable.clone(),
+                end,
+                completion: Some(completion),
+                put_started: Some(self.started),
+            }));
+            return Some(watcher);
+        }
+        let crossed = accepted
+            .memtable
+            .store()
+            .estimated_bytes()
+            .checked_div(inner.config.max_wal_buffer_size);
+        if let Some(crossed) = crossed
+            && mt.wal_size_triggers < crossed
+        {
+            mt.wal_size_triggers = crossed;
+            let _ = inner.wal_tx.send(WalMsg::Flush(FlushRequest {
+                memtable: accepted.memtable.clone(),
+                end,
+                completion: None,
+                put_started: None,
+            }));
+        }
+        None
+    }
+
+    /// WAL-only mode: gives the batches the next writer-lifetime positions, remembers the
+    /// request id, queues them for the WAL flush handler (with the put's completion if
+    /// durable), and runs the size trigger.
+    fn into_wal_only_queue(
+        mut self,
+        wo: &mut WalOnlyState,
+        requests: &mut RequestIndex,
+        validated: ValidatedBatches,
+    ) -> (WriteResult, Option<DurableWatcher>) {
+        let inner = self.inner;
+        let ValidatedBatches {
+            batches,
+            rows,
+            bytes,
+        } = validated;
+        let durable = inner.config.durable_write;
+        let start = wo.next;
+        wo.next += batches.len() as u64;
+        wo.pending_bytes += bytes;
+        let end = wo.next;
+        let (completion, watcher) = if durable {
+            let (completion, watcher) = put_completion();
+            (Some(completion), Some(watcher))
+        } else {
+            (None, None)
+        };
+        let result = WriteResult {
+            generation: None,
+            batch_positions: BatchRange {
+                start: start as usize,
+                end: end as usize,
+            },
+        };
+        let request = self.record(requests, result);
+        if let Some(record) = &request {
+            requests.insert_counted(record, Rows::WalOnly { end }, Some(rows));
+        }
+        let _ = inner.wal_tx.send(WalMsg::WalOnlyPut {
+            batches: batches.into_iter().map(|b| b.batch).collect(),
+            bytes,
+            completion,
+            started: self.started,
+            request,
+        });
+        let limit = inner.config.max_wal_buffer_size;
+        if !durable && limit > 0 {
+            // Size trigger: one flush per `limit` bytes queued since the last drain. The
+            // baseline is reset by every drain (the flush handler reports it), so the trigger
+            // keeps firing after the first flush instead of only once per writer.
+            while wo.pending_bytes >= wo.size_baseline + limit {
+                wo.size_baseline += limit;
+                let _ = inner.wal_tx.send(WalMsg::FlushAll { completion: None });
+            }
+        }
+        (result, watcher)
+    }
 }
 
 /// Whether the first put of `id` is durable, as far as the writer's state shows.
