@@ -776,10 +776,11 @@ mod tests {
                 d
             };
             let wal_dir = on_disk(&paths.wal_dir());
-            // The spare is opened on a blocking thread after the put began: wait for it
-            // (another test's WAL puts can only add spares of their own directories).
+            // The spare is opened on a blocking thread after the put began: wait for it, up to
+            // a minute on a loaded machine (another test's WAL puts can only add spares of
+            // their own directories).
             let mut spares = fs::spare_count(&wal_dir);
-            for _ in 0..1000 {
+            for _ in 0..6000 {
                 if spares > 0 {
                     break;
                 }
