@@ -36,9 +36,16 @@ impl MemTable {
         self.generation
     }
 
-    /// The batches.
-    pub fn store(&self) -> &BatchStore {
+    /// Its [`BatchStore`]: the batches, at generation-local positions.
+    pub fn batch_store(&self) -> &BatchStore {
         &self.store
+    }
+
+    /// Its [`BatchStore`] (the name of [`MemTable::batch_store`] before "store" was kept for the
+    /// object store only).
+    #[deprecated(note = "use `batch_store`: `store` names the object store")]
+    pub fn store(&self) -> &BatchStore {
+        self.batch_store()
     }
 
     /// Appends atomically; see [`BatchStore::append`].
@@ -124,7 +131,7 @@ mod tests {
         assert_eq!(m.insert(&[batch(10)]).unwrap().start, 1);
         assert!(!m.should_freeze(u64::MAX));
         assert_eq!(m.insert(&[batch(10)]).unwrap().start, 2);
-        assert_eq!(m.store().total_rows(), 30);
+        assert_eq!(m.batch_store().total_rows(), 30);
         assert!(m.should_freeze(u64::MAX));
         assert!(m.insert(&[batch(10)]).is_err());
     }
@@ -151,7 +158,7 @@ mod tests {
         );
         assert!(m.would_overflow(5, 1, u64::MAX));
         m.insert(&[batch(10)]).unwrap();
-        let used = m.store().estimated_bytes();
+        let used = m.batch_store().estimated_bytes();
         assert!(m.would_overflow(1, 1, used));
         assert!(!m.would_overflow(1, 1, used + 1));
     }

@@ -356,7 +356,7 @@ impl ShardWriter {
         let Mode::MemTable(mt) = &st.mode else {
             unreachable!("memtable_only checked the mode")
         };
-        let s = mt.active.memtable.store();
+        let s = mt.active.memtable.batch_store();
         let pending = mt.active.wal.pending(s.len());
         Ok(MemTableStats {
             generation: mt.active.memtable.generation(),
@@ -417,7 +417,7 @@ impl ShardWriter {
             let memtables: Vec<(Arc<MemTable>, usize)> = mt
                 .held()
                 .map(|h| {
-                    let len = h.memtable.store().len();
+                    let len = h.memtable.batch_store().len();
                     let visible = if durable {
                         h.wal.appended.min(len)
                     } else {
@@ -441,7 +441,7 @@ impl ShardWriter {
             );
         }
         for (m, visible) in memtables {
-            out.extend(m.store().batches(BatchRange {
+            out.extend(m.batch_store().batches(BatchRange {
                 start: 0,
                 end: visible,
             }));

@@ -189,10 +189,10 @@ impl GenerationFlusher {
         if self.request_id_retention_ms == 0 {
             return Ok(None);
         }
-        let store = memtable.store();
-        let records = store.requests(BatchRange {
+        let batch_store = memtable.batch_store();
+        let records = batch_store.requests(BatchRange {
             start: 0,
-            end: store.len(),
+            end: batch_store.len(),
         });
         let Some(newest) = records.iter().map(|r| r.put_at_ms).max() else {
             return Ok(None);
@@ -220,7 +220,7 @@ impl GenerationFlusher {
     ) -> Result<ShardManifest> {
         let started = Instant::now();
         let generation = memtable.generation();
-        if memtable.store().is_empty() {
+        if memtable.batch_store().is_empty() {
             return Err(Error::invalid(format!(
                 "Cannot flush empty MemTable (generation {generation})"
             )));
@@ -248,10 +248,10 @@ impl GenerationFlusher {
     /// generation directory, and its request ids beside it; the manifest entry that lists them.
     async fn write_generation(&self, memtable: &MemTable) -> Result<FlushedGeneration> {
         let generation = memtable.generation();
-        let store = memtable.store();
-        let batches = store.batches(BatchRange {
+        let batch_store = memtable.batch_store();
+        let batches = batch_store.batches(BatchRange {
             start: 0,
-            end: store.len(),
+            end: batch_store.len(),
         });
         let schema = self.claim.schema.clone();
         let parquet = tokio::task::spawn_blocking(move || encode_parquet(&schema, &batches))
@@ -265,8 +265,8 @@ impl GenerationFlusher {
         Ok(FlushedGeneration {
             generation,
             path: dir,
-            in_memory_bytes: Some(store.estimated_bytes()),
-            physical_rows: Some(store.total_rows()),
+            in_memory_bytes: Some(batch_store.estimated_bytes()),
+            physical_rows: Some(batch_store.total_rows()),
             primary_key_bytes: None,
             checksum: Some(crc32c::crc32c(&parquet)),
             request_ids_newest_ms: requests.map(|(newest, _)| newest),
@@ -313,7 +313,7 @@ impl GenerationFlusher {
     /// `latency`: the writer moves the MemTable to its flushed list on the report.
     fn announce(&self, memtable: &Arc<MemTable>, entry: FlushedGeneration, latency: Duration) {
         let generation = memtable.generation();
-        let rows = memtable.store().total_rows();
+        let rows = memtable.batch_store().total_rows();
         self.feedback.stats.record_memtable_flush(rows, latency);
         crate::events::log_flush(
             self.claim.paths.shard_id(),

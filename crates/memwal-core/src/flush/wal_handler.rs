@@ -250,7 +250,7 @@ impl WalFlushHandler {
         self.complete(plan.waiters, &outcome);
         // Frozen MemTables whose whole store is in the WAL owe nothing more.
         self.memtables
-            .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.store().len()));
+            .retain(|t| !(t.frozen && t.progress.appended >= t.memtable.batch_store().len()));
         plan.stop
     }
 
@@ -299,7 +299,7 @@ impl WalFlushHandler {
                 }
                 WalMsg::FlushAll { completion } => {
                     for t in &self.memtables {
-                        plan.want(&t.memtable, t.memtable.store().len());
+                        plan.want(&t.memtable, t.memtable.batch_store().len());
                     }
                     plan.wal_only_end = plan.wal_only_end.max(self.wal_only.end());
                     if let Some(completion) = completion {
@@ -440,9 +440,9 @@ impl WalFlushHandler {
                     None,
                 )));
             };
-            let store = memtable.store();
+            let batch_store = memtable.batch_store();
             let start = self.memtables[i].progress.appended;
-            let committed = store.len();
+            let committed = batch_store.len();
             if end > committed {
                 // Appending what the store holds and reporting the whole range durable would
                 // acknowledge rows no entry holds (the durability contract in `crate::flush`).
@@ -462,9 +462,9 @@ impl WalFlushHandler {
             let range = BatchRange { start, end };
             let position = self
                 .append(
-                    &store.batches(range),
-                    &store.requests(range),
-                    store.puts(range),
+                    &batch_store.batches(range),
+                    &batch_store.requests(range),
+                    batch_store.puts(range),
                 )
                 .await?;
             let progress = &mut self.memtables[i].progress;

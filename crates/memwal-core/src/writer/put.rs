@@ -206,7 +206,8 @@ fn over_pressure(inner: &WriterInner, st: &mut WriterState) -> bool {
     let limit = inner.config.max_unflushed_memtable_bytes;
     match &mut st.mode {
         Mode::MemTable(mt) => {
-            let over = mt.active.memtable.store().estimated_bytes() + mt.frozen_bytes >= limit;
+            let over =
+                mt.active.memtable.batch_store().estimated_bytes() + mt.frozen_bytes >= limit;
             if over && mt.frozen.is_empty() {
                 // Nothing is being flushed that could relieve the pressure: freeze the active
                 // MemTable so something is.
@@ -334,7 +335,7 @@ impl Accepted<'_> {
     ) -> Result<(Held, BatchRange)> {
         let ValidatedBatches { batches, rows, .. } = validated;
         // The writer is the store's only appender and holds the lock: the rows go here.
-        let start = mt.active.memtable.store().len();
+        let start = mt.active.memtable.batch_store().len();
         let record = self.record(
             requests,
             WriteResult {
@@ -395,7 +396,7 @@ impl Accepted<'_> {
         }
         let crossed = accepted
             .memtable
-            .store()
+            .batch_store()
             .estimated_bytes()
             .checked_div(inner.config.max_wal_buffer_size);
         if let Some(crossed) = crossed

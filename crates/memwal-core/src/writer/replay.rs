@@ -180,10 +180,10 @@ impl Rebuilt {
             .map(|b| b.batch.num_rows() as u64)
             .sum::<u64>();
         let m = &self.active.memtable;
-        if !m.store().is_empty() && m.would_overflow(batches.len(), bytes, self.max_size) {
+        if !m.batch_store().is_empty() && m.would_overflow(batches.len(), bytes, self.max_size) {
             self.rotate();
         }
-        if batches.len() > self.active.memtable.store().remaining() {
+        if batches.len() > self.active.memtable.batch_store().remaining() {
             // An entry larger than our MemTable capacity (written with a larger one): give it
             // a MemTable of its own size.
             self.active = Held::new(
@@ -226,7 +226,7 @@ impl Rebuilt {
 
     /// What replay found, the WAL's first empty position being `next_position`.
     fn finish(mut self, next_position: u64) -> Replayed {
-        if self.active.memtable.store().capacity() != self.capacity {
+        if self.active.memtable.batch_store().capacity() != self.capacity {
             // Only reachable when the oversized MemTable was also the last one; give puts a
             // normal one.
             self.rotate();

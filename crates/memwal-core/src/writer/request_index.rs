@@ -162,12 +162,12 @@ impl RequestIndex {
             return;
         }
         let now = self.now_ms();
-        let store = memtable.store();
+        let batch_store = memtable.batch_store();
         let all = crate::batch_store::BatchRange {
             start: 0,
-            end: store.len(),
+            end: batch_store.len(),
         };
-        for record in store.requests(all) {
+        for record in batch_store.requests(all) {
             let Some(k) = self.known.get_mut(&record.id) else {
                 continue;
             };

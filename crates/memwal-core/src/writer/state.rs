@@ -131,7 +131,9 @@ impl WriterState {
     /// queued WAL-only batches.
     pub fn unflushed_bytes(&self) -> u64 {
         match &self.mode {
-            Mode::MemTable(mt) => mt.active.memtable.store().estimated_bytes() + mt.frozen_bytes,
+            Mode::MemTable(mt) => {
+                mt.active.memtable.batch_store().estimated_bytes() + mt.frozen_bytes
+            }
             Mode::WalOnly(wo) => wo.pending_bytes,
         }
     }
@@ -198,7 +200,7 @@ impl WriterState {
                         mt.frozen.pop_front();
                         mt.frozen_bytes = mt
                             .frozen_bytes
-                            .saturating_sub(memtable.store().estimated_bytes());
+                            .saturating_sub(memtable.batch_store().estimated_bytes());
                     }
                     _ => debug_assert!(false, "flushed MemTable is not the oldest frozen one"),
                 }
@@ -291,7 +293,7 @@ impl WriterInner {
     /// it; the old one is queued for the WAL (its whole store) and then for its generation
     /// flush. Caller holds the state lock.
     pub fn freeze(&self, mt: &mut MemTableState) {
-        if mt.active.memtable.store().is_empty() {
+        if mt.active.memtable.batch_store().is_empty() {
             return;
         }
         let next = Arc::new(MemTable::new(
@@ -307,8 +309,8 @@ impl WriterInner {
             target: "memwal::memtable",
             shard = %self.claim.shard_id(),
             generation = old.memtable.generation(),
-            batches = old.memtable.store().len(),
-            bytes = old.memtable.store().estimated_bytes(),
+            batches = old.memtable.batch_store().len(),
+            bytes = old.memtable.batch_store().estimated_bytes(),
             "sealed MemTable"
         );
         let (completion, wal_done) = completion();
@@ -316,7 +318,7 @@ impl WriterInner {
         // flusher then sees "handler exited" and flushes nothing.
         let _ = self.wal_tx.send(WalMsg::Rotated {
             frozen: FlushRequest {
-                end: old.memtable.store().len(),
+                end: old.memtable.batch_store().len(),
                 memtable: old.memtable.clone(),
                 completion: Some(completion),
                 put_started: None,
@@ -333,7 +335,7 @@ impl WriterInner {
         frozen: Held,
         wal_done: Watcher<WalEntryCost>,
     ) {
-        mt.frozen_bytes += frozen.memtable.store().estimated_bytes();
+        mt.frozen_bytes += frozen.memtable.batch_store().estimated_bytes();
         let _ = self.gen_tx.send(GenerationMsg::Flush(FrozenMemTable {
             memtable: frozen.memtable.clone(),
             wal_done,
