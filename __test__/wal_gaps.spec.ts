@@ -64,8 +64,8 @@ test('a WAL entry copied into the next slot is CORRUPT, not replayed twice', asy
   await t.throwsAsync(async () => (await WalTailer.open(dir)).read(11), misplaced)
 })
 
-// The limit the README states ("On-disk layout"): nothing follows the newest entry, so its
-// deletion looks like the end of the WAL. Pinned so that the README stays true.
+// The limit docs/operations.md states ("Objects deleted outside memwal"): nothing follows the
+// newest entry, so its deletion looks like the end of the WAL. Pinned so that the page stays true.
 test('the newest WAL entry deleted by hand goes unnoticed: its rows are lost and its slot is reused', async (t) => {
   const dir = tempDir(t)
   const shardId = await tenEntries(dir)

@@ -10,7 +10,8 @@
 // Prints the rate of each 5 s window while it runs, then one JSON line: puts/s, the JavaScript
 // thread's busy time per put, and the writer's WAL append latencies. The data directory (in
 // DIR, default the system temp directory) is kept: deleting its files would slow the next run's
-// file creation on ext4 without a journal (README, "Collection on ext4 without a journal").
+// file creation on ext4 without a journal (docs/operations.md, "Collection on ext4 without a
+// journal").
 
 import fs from 'node:fs'
 import os from 'node:os'

@@ -39,7 +39,7 @@ import type {
 } from './types.js'
 import { yieldIfDue } from './yield.js'
 
-/** A writer garbage-collected without close or abort makes no more store calls either. */
+/** A writer reclaimed by the JavaScript engine without close or abort makes no more store calls either. */
 const unclosedWriters = new FinalizationRegistry<() => void>((ended) => ended())
 
 /** Flags of the binding's `put` (`writer.rs`): a putNoWait; report the WAL entry's cost. */
@@ -370,7 +370,7 @@ export class ShardWriter {
 
   /**
    * Makes every row written so far durable; resolves when it is.
-   * @param options - `signal` stops the wait (the flush still happens)
+   * @param options - `signal` stops the wait (the WAL append still happens)
    * @throws {FencedError} if the WAL append fails
    * @throws {AbortError} if `options.signal` aborted the wait
    */

@@ -9,7 +9,7 @@
 // and no fsync, so its numbers are the client and protocol cost of a conditional PUT, not
 // what S3 itself takes. A second server adds `--latency-ms` (default 20) to every request, a
 // stand-in for a real store's PUT latency: it shows what a durable ack and group commit do
-// when a PUT takes that long (see the README's "Running on S3").
+// when a PUT takes that long (see docs/operations.md, "What a write costs").
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -1,7 +1,8 @@
 // What durable puts cost on S3: object-store requests and bytes per million puts, from the
 // writer's own counters (`stats().store`), against the local S3-compatible test server
 // (`crates/memwal-core/examples/s3_server.rs`, built in release), with one durable put at a
-// time (C=1) and 64 concurrent ones (C=64, group commit). Prints the README's table.
+// time (C=1) and 64 concurrent ones (C=64, group commit). Prints the table of docs/operations.md
+// ("What a put costs on S3").
 //
 //   npm run build && node scripts/measure-put-cost.mjs [--puts N] [--rows N] [--latency-ms N]
 //

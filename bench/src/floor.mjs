@@ -41,8 +41,9 @@ export async function machineFloor(dir, { ms }) {
 
   // The publish floor, interleaved with the same publish plus an fsync of the file after its
   // rename: the order memwal uses, because on ext4 without a journal only that writes the new
-  // link count (README, durability). Alternating the two in one loop makes their difference the
-  // cost of that fsync on this disk now, whatever else the machine is doing.
+  // link count (docs/durability.md, "What fsync covers on a local disk"). Alternating the two in
+  // one loop makes their difference the cost of that fsync on this disk now, whatever else the
+  // machine is doing.
   const pubDir = path.join(dir, 'publish')
   fs.mkdirSync(pubDir)
   const dfd = fs.openSync(pubDir, 'r')

@@ -26,7 +26,7 @@ import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
 import { ALL, BURST, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING, W5_STEADY, W8_PLAN } from './plan.mjs'
 import { saySmokeChecks, smokeChecks } from './smoke.mjs'
-import { issueTargets, sayTargets } from './targets.mjs'
+import { judgeTargets, sayTargets } from './targets.mjs'
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -657,7 +657,7 @@ const report = {
   wanted,
   payloadFor,
 }
-const targets = issueTargets(report)
+const targets = judgeTargets(report)
 sayTargets(targets, say)
 const checks = smoke ? smokeChecks(report) : null
 

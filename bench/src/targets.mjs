@@ -14,7 +14,7 @@ import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
  * the machine `floor`, `wanted(workload)` and `payloadFor(rows)` (the floors' bytes of a put);
  * the cells are named as the run planned them (plan.mjs).
  */
-export function issueTargets(run) {
+export function judgeTargets(run) {
   const { results, find, w6, w7Summary, floor, wanted, payloadFor } = run
   const targets = []
   function target(id, text, ok, ratio, detail) {

@@ -413,7 +413,7 @@ pub(crate) mod tests {
         .unwrap()
     }
 
-    // Reference §8.4 scenario 68.
+    // A new store has its whole capacity free and holds nothing.
     #[test]
     fn new_store_is_empty() {
         let s = BatchStore::new(10);
@@ -494,7 +494,7 @@ pub(crate) mod tests {
         assert!(s.is_full());
     }
 
-    // Reference §8.4 scenarios 69, 70, 72.
+    // Appends take positions 0, 1, 2, …, and each batch records how many rows come before it.
     #[test]
     fn appends_assign_sequential_positions_and_cumulative_offsets() {
         let s = BatchStore::new(10);
@@ -512,7 +512,8 @@ pub(crate) mod tests {
         assert!(s.get(5).is_none() && s.get(100).is_none());
     }
 
-    // Reference §8.4 scenarios 71, 82.
+    // A store without room for a whole append rejects it and appends none of its batches; an empty
+    // append takes no slot.
     #[test]
     fn full_store_rejects_without_partial_append() {
         let s = BatchStore::new(3);
@@ -536,7 +537,7 @@ pub(crate) mod tests {
         assert_eq!(s.len(), 2);
     }
 
-    // Reference §8.4 scenario 82.
+    // A multi-batch append takes one range of consecutive positions.
     #[test]
     fn multi_batch_append_is_one_range() {
         let s = BatchStore::new(8);
@@ -548,7 +549,7 @@ pub(crate) mod tests {
         assert_eq!(s.batches(BatchRange { start: 1, end: 3 }).len(), 2);
     }
 
-    // Reference §8.4 scenario 78: slices are counted by their window.
+    // A slice is counted by its window, not by the whole buffers it shares with its parent.
     #[test]
     fn size_estimate_is_slice_aware() {
         let big = batch(100_000);
@@ -615,7 +616,7 @@ pub(crate) mod tests {
         }
     }
 
-    // Reference §8.4 scenarios 81, 83: readers never see a torn append.
+    // Readers, which take no lock, never see part of an append.
     #[test]
     fn concurrent_readers_see_whole_appends() {
         let s = Arc::new(BatchStore::new(200));

@@ -47,11 +47,12 @@
 //!    reporting durability", as the first put does. In non-durable mode a retry resolves at
 //!    once, as the first put did. (`writer/put.rs`, `retried`.)
 //!
-//! Why it is subtle: batch positions are generation-local (every MemTable numbers its batches
-//! from 0). Lance once tracked durability as one writer-wide watermark of those local
-//! positions, so after a rotation the previous generation's flush "covered" position 0 of the
-//! new generation, and a durable put was acknowledged before its own WAL append (the seed bug
-//! report; regression test `durable_put_does_not_alias_across_memtable_generations`).
+//! Why it is subtle: batch positions are generation-local (every MemTable numbers its batches from
+//! 0). Lance once tracked durability as one writer-wide watermark of those local positions, so
+//! after a rotation the previous generation's flush "covered" position 0 of the new generation, and
+//! a durable put was acknowledged before its own WAL append (the seed bug: `docs/durability.md`,
+//! "Why it is subtle: the seed bug"; regression test
+//! `durable_put_does_not_alias_across_memtable_generations`).
 //!
 //! Generation flushes keep a second rule: a frozen MemTable is written as a generation file
 //! only after its own WAL append completed, and the manifest's replay cursor then moves to the

@@ -1,8 +1,8 @@
 //! The shard manifest: versioned protobuf records, each created with put-if-not-exists.
 //!
-//! `ShardManifest` keeps Lance's protobuf field numbers (reference §1.3; `protos/table.proto`),
-//! derived with prost so no `protoc` is needed. memwal adds fields with high numbers, which
-//! Lance readers skip as unknown:
+//! `ShardManifest` keeps the protobuf field numbers of Lance's MemWAL shard manifest (listed in
+//! `docs/format.md`, "The shard manifest"), derived with prost so no `protoc` is needed. memwal
+//! adds fields with high numbers, which Lance readers skip as unknown:
 //! - `arrow_schema` (1001): the shard's Arrow schema as an IPC schema message, so a writer
 //!   opened with another schema fails before claiming, and a reader of an empty shard knows
 //!   its columns;
@@ -26,8 +26,9 @@
 //!   of generations flushed within the retention window) and the file's CRC32C. Per
 //!   generation, never per put: the manifest stays small.
 //!
-//! [`ManifestStore`] (in `versions`) implements latest-version discovery (hint + probes),
-//! `claim_epoch`, `check_fenced` and `commit_update` (reference §1.3).
+//! [`ManifestStore`] (in `versions`) implements finding the latest version (the highest listed),
+//! `claim_epoch`, `check_fenced` and `commit_update` (`docs/fencing.md`, "Manifest versions and
+//! collection").
 
 use std::io::Cursor;
 use std::sync::Arc;

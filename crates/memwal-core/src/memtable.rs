@@ -123,7 +123,8 @@ mod tests {
     use super::*;
     use crate::batch_store::tests::batch;
 
-    // Reference §8.5 scenarios 85-88.
+    // Inserts take consecutive batch positions and count their rows; a full MemTable asks to be
+    // frozen and takes no more.
     #[test]
     fn inserts_count_rows_and_freeze_when_full() {
         let m = MemTable::new(1, 3);
@@ -136,7 +137,7 @@ mod tests {
         assert!(m.insert(&[batch(10)]).is_err());
     }
 
-    // Reference §8.4 scenario 84.
+    // WAL progress: what is pending is the range after the last appended batch.
     #[test]
     fn wal_progress_tracks_the_pending_range() {
         let mut p = WalProgress::default();

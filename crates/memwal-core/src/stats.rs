@@ -589,7 +589,7 @@ impl StatsRecorder {
 mod tests {
     use super::*;
 
-    // Reference §8.2 scenario 45.
+    // Counters add up across calls, and a reset zeroes them.
     #[test]
     fn counters_accumulate_and_reset() {
         let s = StatsRecorder::default();

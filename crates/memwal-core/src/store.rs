@@ -590,8 +590,8 @@ impl Store {
         self.call(StoreOp::Get, path, self.backend.get(path)).await
     }
 
-    /// Whether an object exists at `path`. Errors other than not-found are errors, never
-    /// "absent" (reference §1.3).
+    /// Whether an object exists at `path`. Errors other than not-found are errors, never "absent":
+    /// a failed probe taken for an empty slot would end the WAL early.
     pub(crate) async fn exists(&self, path: &Path) -> object_store::Result<bool> {
         self.call(StoreOp::Head, path, self.backend.head(path))
             .await

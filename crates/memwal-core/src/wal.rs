@@ -33,9 +33,9 @@ use crate::store::{ShardPaths, Store, parse_bitrev64_name};
 
 /// The position of one WAL entry: 1-based, gap-free, one sequence per shard.
 ///
-/// A separate type from batch positions ([`crate::BatchRange`], 0-based and local to one
-/// MemTable generation) so that the two cannot be compared: a generation-local batch end taken
-/// for WAL progress is the seed report's bug.
+/// A separate type from batch positions ([`crate::BatchRange`], 0-based and local to one MemTable
+/// generation) so that the two cannot be compared: a generation-local batch end taken for WAL
+/// progress is the seed bug (`docs/durability.md`, "Why it is subtle: the seed bug").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WalPosition(u64);
 

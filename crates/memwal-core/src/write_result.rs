@@ -3,7 +3,8 @@
 //! ids that remember results and the writer all name these, so they import nothing back.
 
 /// A half-open range `[start, end)` of 0-based batch positions **within one generation's
-/// BatchStore**. Never compare it with a range of another generation (see the seed report).
+/// BatchStore**. Never compare it with a range of another generation: that was the seed bug
+/// (`docs/durability.md`, "Why it is subtle: the seed bug").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BatchRange {
     /// First position (inclusive).

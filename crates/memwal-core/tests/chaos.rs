@@ -656,9 +656,10 @@ impl Hooks for FailWalReads {
     }
 }
 
-/// A WAL append whose response was lost is resolved by reading the slot back; when that
-/// read fails too, the append retries the read instead of fencing the writer over its own
-/// write (reference §3.2 resolves nothing and fences; memwal resolves by content).
+/// A WAL append whose response was lost is resolved by reading the slot back; when that read fails
+/// too, the append retries the read instead of fencing the writer over its own write (Lance's
+/// MemWAL reports a retry that finds its slot taken as `PersistenceFailure`; memwal resolves it by
+/// content: `docs/durability.md`, "When a WAL append fails").
 #[tokio::test(start_paused = true)]
 async fn a_lost_ack_whose_read_back_fails_is_retried_not_fenced() {
     let flaky = Forwarding::in_memory(FailWalReads::default());

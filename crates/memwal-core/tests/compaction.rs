@@ -1,6 +1,6 @@
-//! Compaction (issue 15, item 6): small generations are merged into larger ones, committed
-//! atomically, so a reader never sees a row twice or zero times; what it replaced is left to
-//! garbage collection, which never removes a compaction in progress.
+//! Compaction (`docs/operations.md`, "Compaction"): small generations are merged into larger ones,
+//! committed atomically, so a reader never sees a row twice or zero times; what it replaced is left
+//! to garbage collection, which never removes a compaction in progress.
 
 mod support;
 

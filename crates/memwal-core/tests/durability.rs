@@ -1,5 +1,5 @@
-//! The durability contract (src/flush.rs) through the public API: the seed bug report's
-//! regression and its acceptance criteria.
+//! The durability contract (`docs/durability.md`; `src/flush.rs`) through the public API: the seed
+//! bug's regression and what a durable put must never do instead of its own append.
 
 mod support;
 
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use memwal_core::{ErrorCode, FenceReason};
 use support::*;
 
-/// The seed report's public regression (reference §8.1 scenarios 1-2). Writer A's first
-/// durable put after a rotation must fail with its own append's `PeerClaimedEpoch`, not be
+/// The seed bug's regression (`docs/durability.md`, "Why it is subtle: the seed bug"). Writer A's
+/// first durable put after a rotation must fail with its own append's `PeerClaimedEpoch`, not be
 /// acknowledged by generation N's earlier flush. See `flush.rs`, "Durability contract".
 #[tokio::test]
 async fn durable_put_does_not_alias_across_memtable_generations() {
@@ -39,8 +39,8 @@ async fn durable_put_does_not_alias_across_memtable_generations() {
     }
 }
 
-/// Reference §8.2 scenario 4: an injected persistence failure after a rotation is reported as
-/// this put's own `PersistenceFailure`, not acknowledged by the previous generation's flush.
+/// An injected persistence failure after a rotation is reported as this put's own
+/// `PersistenceFailure`, not acknowledged by the previous generation's flush.
 #[tokio::test]
 async fn persistence_failure_after_rotation_is_reported_to_the_put() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -61,8 +61,8 @@ async fn persistence_failure_after_rotation_is_reported_to_the_put() {
     assert_persistence_failure(&w.scan().await.unwrap_err());
 }
 
-/// Reference §8.2 scenario 6: abort while a durable put waits on its append. The put fails
-/// with the handler-exited error: never success, never a hang.
+/// Abort while a durable put waits on its append. The put fails with the handler-exited error:
+/// never success, never a hang.
 #[tokio::test]
 async fn abort_while_a_durable_put_waits_fails_the_put() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -86,8 +86,8 @@ async fn abort_while_a_durable_put_waits_fails_the_put() {
     assert_eq!(e.code(), ErrorCode::Closed);
 }
 
-/// Reference §8.2 scenario 5, through the public API: the freeze's flush request for a range a
-/// durable put already appended completes with no I/O; no extra WAL entry is written.
+/// The freeze's flush request for a range a durable put already appended completes with no I/O; no
+/// extra WAL entry is written.
 #[tokio::test]
 async fn already_covered_flush_completes_without_a_new_entry() {
     for (backend, shard) in each_backend() {
@@ -101,7 +101,7 @@ async fn already_covered_flush_completes_without_a_new_entry() {
     }
 }
 
-/// Reference §8.1 scenario 3.
+/// A durable put's rows are readable through `scan` once it resolved.
 #[tokio::test]
 async fn durable_put_is_readable_through_scan() {
     let (_backend, shard) = Backend::memory().with_shard();

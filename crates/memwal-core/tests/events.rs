@@ -1,5 +1,5 @@
-//! Writer events (issue 17, item 1): each fires with its fields, right after what it describes,
-//! and a background failure is reported at once, with no call waiting.
+//! Writer events (`docs/operations.md`, "Events"): each fires with its fields, right after what it
+//! describes, and a background failure is reported at once, with no call waiting.
 
 mod support;
 

@@ -1,7 +1,9 @@
-//! Fencing: one writer per shard. A new writer claims a higher epoch and writes a fence
-//! sentinel; the stale writer's next WAL append, generation flush, seal or check fails with
+//! Fencing: one writer per shard. A new writer claims a higher epoch and writes a fence sentinel;
+//! the stale writer's next WAL append, generation flush, seal or check fails with
 //! `Fenced(PeerClaimedEpoch)`, and a writer that cannot vouch for its WAL poisons itself with
-//! `Fenced(PersistenceFailure)` (reference §3).
+//! `Fenced(PersistenceFailure)` (`docs/durability.md`, "When a WAL append fails";
+//! `docs/fencing.md`). Most of these behaviours are Lance MemWAL's too (`docs/format.md`,
+//! "Compatibility with Lance").
 
 mod support;
 
@@ -9,7 +11,7 @@ use memwal_core::Store;
 use memwal_core::wal::entry::{encode_entry, encode_sentinel};
 use support::*;
 
-// Reference §8.2 scenario 25 (WAL-only config, as in the reference).
+// `check_fenced` tells a writer whose shard a successor claimed (in WAL-only mode).
 #[tokio::test]
 async fn check_fenced_detects_a_successor_claim() {
     for (_backend, shard) in each_backend() {
@@ -23,8 +25,8 @@ async fn check_fenced_detects_a_successor_claim() {
     }
 }
 
-// Reference §8.6 scenario 99: memwal keeps no manifest cache, so a writer that just read the
-// manifest still sees a peer's later claim.
+// memwal keeps no manifest cache, so a writer that just read the manifest still sees a peer's later
+// claim.
 #[tokio::test]
 async fn check_fenced_reads_storage_even_after_a_recent_manifest_read() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -42,8 +44,8 @@ async fn check_fenced_reads_storage_even_after_a_recent_manifest_read() {
     );
 }
 
-// Reference §8.2 scenario 18. memwal keeps the fence typed through the generation flush
-// (reference §10.18): close reports `PeerClaimedEpoch`, not a flattened I/O error.
+// Closing a stale writer publishes nothing, and the fence stays typed through the generation flush:
+// close reports `PeerClaimedEpoch`, not a flattened I/O error.
 #[tokio::test]
 async fn close_of_a_stale_writer_reports_the_fence() {
     for (backend, shard) in each_backend() {
@@ -60,9 +62,10 @@ async fn close_of_a_stale_writer_reports_the_fence() {
     }
 }
 
-// Reference §8.2 scenario 19, with a size-triggered freeze (which skips `force_seal_active`'s
-// up-front fence check): the stale writer's generation flush fails its manifest check, so the
-// frozen MemTable is kept in memory, unpublished, and the drain reports the fence.
+// A stale writer's frozen MemTable is never published, even when a size-triggered freeze skips
+// `force_seal_active`'s up-front fence check: the stale writer's generation flush fails its
+// manifest check, so the frozen MemTable is kept in memory, unpublished, and the drain reports the
+// fence.
 #[tokio::test]
 async fn a_frozen_memtable_of_a_stale_writer_is_kept_and_not_published() {
     for (backend, shard) in each_backend() {
@@ -85,7 +88,7 @@ async fn a_frozen_memtable_of_a_stale_writer_is_kept_and_not_published() {
     }
 }
 
-// Reference §2.9: `force_seal_active` checks the manifest first.
+// `force_seal_active` checks the manifest first: a stale writer freezes nothing.
 #[tokio::test]
 async fn force_seal_of_a_stale_writer_fails_without_freezing() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -96,9 +99,9 @@ async fn force_seal_of_a_stale_writer_fails_without_freezing() {
     assert_eq!((s.frozen_memtable_count, s.row_count), (0, 3));
 }
 
-// A concurrent writer's claim between a stale writer's puts is seen by the very next durable
-// put, whichever MemTable generation it lands in (the seed report's hazard, with a rotation
-// caused by the batch limit rather than `force_seal_active`).
+// A concurrent writer's claim between a stale writer's puts is seen by the very next durable put,
+// whichever MemTable generation it lands in (the seed bug's hazard, `docs/durability.md`, with a
+// rotation caused by the batch limit rather than `force_seal_active`).
 #[tokio::test]
 async fn the_first_put_after_a_batch_limit_rotation_sees_the_fence() {
     for (_backend, shard) in each_backend() {
@@ -153,8 +156,8 @@ async fn a_stale_non_durable_writer_cannot_make_rows_durable() {
     }
 }
 
-// Reference §8.2 scenario 26: a persistence failure poisons the writer (later puts fail fast
-// with the same reason, with no I/O); after the store heals, a reopened writer works.
+// A persistence failure poisons the writer (later puts fail fast with the same reason, with no
+// I/O); after the store heals, a reopened writer works.
 #[tokio::test]
 async fn a_poisoned_writer_recovers_by_reopening() {
     for (backend, shard) in each_backend() {

@@ -1,7 +1,7 @@
-//! Garbage collection (issue 15, item 3): what it removes, what it keeps, and why fencing
-//! stays sound. The invariant (see `memwal_core::gc`): no fence sentinel and no entry just
-//! before one is ever collected, nothing is written at or below the low-water mark, and an
-//! open whose claim was overtaken before its sentinel landed fails.
+//! Garbage collection (`docs/operations.md`, "Running a shard for months"): what it removes, what
+//! it keeps, and why fencing stays sound. The invariant (see `memwal_core::gc`): no fence sentinel
+//! and no entry just before one is ever collected, nothing is written at or below the low-water
+//! mark, and an open whose claim was overtaken before its sentinel landed fails.
 
 mod support;
 

@@ -1,7 +1,7 @@
-//! The shard's holder: every epoch claim records the claimant's writer id, host, pid and claim
-//! time in the manifest, and a `PeerClaimedEpoch` fence names the holder that the manifest
-//! which fenced the writer records (DESIGN.md, Errors). Manifests written before the holder
-//! fields existed still open; their holder is reported as unknown.
+//! The shard's holder: every epoch claim records the claimant's writer id, host, pid and claim time
+//! in the manifest, and a `PeerClaimedEpoch` fence names the holder that the manifest which fenced
+//! the writer records (README, "Errors"). Manifests written before the holder fields existed still
+//! open; their holder is reported as unknown.
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! The writer's lifecycle: close, abort, force_seal_active, wait_for_flush_drain, flush, the
-//! background ticker, backpressure, statistics and configuration (reference §2.8-§2.10).
+//! background ticker, backpressure, statistics and configuration. Most of these behaviours are
+//! Lance MemWAL's too (`docs/format.md`, "Compatibility with Lance").
 
 mod support;
 
@@ -10,7 +11,7 @@ use arrow_schema::Schema;
 use memwal_core::{ErrorCode, PutMode, PutOptions, ShardWriter, Submitted};
 use support::*;
 
-// Reference §8.2 scenario 16: close freezes and flushes the active MemTable.
+// Close freezes and flushes the active MemTable.
 #[tokio::test]
 async fn close_flushes_the_active_memtable() {
     for (backend, shard) in each_backend() {
@@ -36,8 +37,8 @@ async fn close_flushes_the_active_memtable() {
     }
 }
 
-// Reference §8.2 scenarios 17 and 42 (MemTable mode): the final WAL append fails, and close
-// reports that first failure (typed, with the store's message), after joining the tasks.
+// In MemTable mode, when the final WAL append fails, close reports that first failure (typed, with
+// the store's message), after joining the tasks.
 #[tokio::test(start_paused = true)]
 async fn close_reports_the_first_failure_and_joins_the_tasks() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -67,7 +68,8 @@ async fn close_reports_the_first_failure_and_joins_the_tasks() {
     assert_eq!(shard.manifest().await.flushed_generations.len(), 0);
 }
 
-// Reference §8.2 scenario 20.
+// `force_seal_active` starts a new generation at once; `wait_for_flush_drain` returns once the
+// sealed one is a committed generation.
 #[tokio::test]
 async fn force_seal_and_drain_flush_one_generation() {
     for (backend, shard) in each_backend() {
@@ -87,7 +89,7 @@ async fn force_seal_and_drain_flush_one_generation() {
     }
 }
 
-// Reference §8.2 scenario 21.
+// Sealing an empty MemTable does nothing: no new generation, no manifest version.
 #[tokio::test]
 async fn force_seal_of_an_empty_memtable_is_a_no_op() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -100,8 +102,7 @@ async fn force_seal_of_an_empty_memtable_is_a_no_op() {
     w.close().await.unwrap();
 }
 
-// Reference §8.2 scenario 22: abort discards unflushed rows without any I/O, and is
-// idempotent.
+// Abort discards unflushed rows without any I/O, and is idempotent.
 #[tokio::test]
 async fn abort_discards_without_flushing_and_is_idempotent() {
     for (backend, shard) in each_backend() {
@@ -118,7 +119,7 @@ async fn abort_discards_without_flushing_and_is_idempotent() {
     }
 }
 
-// Reference §10.22: every call after close rejects with `Closed` (abort stays a no-op).
+// Every call after close rejects with `Closed` (abort stays a no-op).
 #[tokio::test]
 async fn every_call_after_close_is_rejected_as_closed() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -181,9 +182,8 @@ async fn a_put_blocked_by_backpressure_fails_when_the_writer_is_dropped_unclosed
     shard.assert_recovered(0..10).await;
 }
 
-// Reference §8.2 scenario 41, in memwal's terms: the flush handler has no per-message error
-// path to survive, but it must survive requests whose waiters went away (dropped watchers,
-// cancelled puts) and keep serving later ones.
+// The flush handler has no per-message error path to survive, but it must survive requests whose
+// waiters went away (dropped watchers, cancelled puts) and keep serving later ones.
 #[tokio::test]
 async fn the_flush_handler_survives_waiters_that_went_away() {
     for (backend, shard) in each_backend() {
@@ -217,8 +217,8 @@ async fn concurrent_drains(w: &Arc<ShardWriter>, n: usize) -> Vec<memwal_core::R
     done.into_iter().map(|r| r.unwrap()).collect()
 }
 
-// Reference §8.5 scenario 89, in memwal's terms: a generation flush's completion is reported
-// once, to every waiter alike; concurrent drains all see the same outcome.
+// A generation flush's completion is reported once, to every waiter alike; concurrent drains all
+// see the same outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_drains_all_see_the_same_outcome() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -243,7 +243,7 @@ async fn concurrent_drains_all_see_the_same_outcome() {
     assert_eq!(shard.manifest().await.flushed_generations.len(), 1);
 }
 
-// Reference §10.8: the ticker makes non-durable rows durable with no further call.
+// The ticker makes non-durable rows durable with no further call.
 #[tokio::test(start_paused = true)]
 async fn the_ticker_appends_non_durable_rows_on_its_own() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -263,8 +263,8 @@ async fn the_ticker_appends_non_durable_rows_on_its_own() {
     shard.assert_recovered([1, 2]).await;
 }
 
-// Reference §10.8: with the ticker off and no size trigger, non-durable rows stay in memory
-// until `flush()`, which makes everything written so far durable.
+// With the ticker off and no size trigger, non-durable rows stay in memory until `flush()`, which
+// makes everything written so far durable.
 #[tokio::test(start_paused = true)]
 async fn flush_makes_everything_written_so_far_durable() {
     for (backend, shard) in each_backend() {
@@ -282,7 +282,7 @@ async fn flush_makes_everything_written_so_far_durable() {
     }
 }
 
-// Reference §8.2 scenario 43.
+// Under `max_unflushed_memtable_bytes`, no put waits and nothing is frozen.
 #[tokio::test]
 async fn no_backpressure_under_the_threshold() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -297,9 +297,9 @@ async fn no_backpressure_under_the_threshold() {
     w.close().await.unwrap();
 }
 
-// Reference §8.2 scenario 44: over the threshold, a put waits (it never fails for pressure)
-// until generation flushes bring the unflushed bytes back under it; and in WAL-only mode
-// (reference §2.8), backpressure on the pending queue triggers an append and waits for it.
+// Over the threshold, a put waits (it never fails for pressure) until generation flushes bring the
+// unflushed bytes back under it; and in WAL-only mode, backpressure on the pending queue triggers
+// an append and waits for it.
 #[tokio::test]
 async fn backpressure_waits_for_flushes_and_never_fails() {
     let wal_only = |c: &mut memwal_core::WriterConfig| {
@@ -355,7 +355,7 @@ async fn close_waits_for_every_frozen_generation() {
     shard.assert_recovered(0..20).await;
 }
 
-// Statistics after a mixed workload (reference §1.8).
+// Statistics after a mixed workload.
 #[tokio::test]
 async fn stats_count_puts_appends_and_generation_flushes() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -378,7 +378,7 @@ async fn stats_count_puts_appends_and_generation_flushes() {
     w.close().await.unwrap();
 }
 
-// Config and schema are checked before anything is written (reference §7).
+// Config and schema are checked before anything is written.
 #[tokio::test]
 async fn an_invalid_config_or_schema_fails_open_without_writing() {
     let (backend, shard) = Backend::memory().with_shard();

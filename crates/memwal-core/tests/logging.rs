@@ -1,5 +1,6 @@
-//! Logs (issue 17): state changes are logged at `info` with their fields (claim, seal, flush,
-//! fence, retry), a put logs nothing above `trace`, and nothing is built with no subscriber.
+//! Logs (`docs/operations.md`, "Logs"): state changes are logged at `info` with their fields
+//! (claim, seal, flush, fence, retry), a put logs nothing above `trace`, and nothing is built with
+//! no subscriber.
 
 mod support;
 

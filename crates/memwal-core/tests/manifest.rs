@@ -1,6 +1,8 @@
 //! The shard manifest through the public `ManifestStore` and the writer: how the first claim
-//! initializes a shard, commits against concurrent handles, no caching, and how the latest
-//! version is found (reference §1.3, §8.6; the listing rule of `docs/fencing.md`).
+//! initializes a shard, commits against concurrent handles, no caching, and how the latest version
+//! is found (`docs/format.md`, "The shard manifest"; the listing rule of `docs/fencing.md`). Most
+//! of these behaviours are Lance MemWAL's too (`docs/format.md`, "Compatibility with Lance"), which
+//! finds the latest version from a hint instead.
 
 mod support;
 
@@ -73,9 +75,9 @@ fn probed() -> (Arc<ProbedStore>, Store) {
     (probed, store)
 }
 
-// Reference §8.6 scenario 96, in memwal's terms: there is no separate `initialize_shard`; the
-// first claim creates version 1 (epoch 1, generation 1, cursors 0, the shard id and schema),
-// and every later claim carries the other fields over.
+// There is no separate step that initializes a shard: the first claim creates version 1 (epoch 1,
+// generation 1, cursors 0, the shard id and schema), and every later claim carries the other fields
+// over.
 #[tokio::test]
 async fn the_first_claim_initializes_the_shard() {
     for (backend, shard) in each_backend() {
@@ -106,7 +108,7 @@ async fn the_first_claim_initializes_the_shard() {
     }
 }
 
-// Reference §8.6 scenario 100: a reader holds no manifest cache; it sees later commits.
+// A reader holds no manifest cache; it sees later commits.
 #[tokio::test]
 async fn a_reader_observes_later_commits() {
     for (backend, shard) in each_backend() {
@@ -127,8 +129,8 @@ async fn a_reader_observes_later_commits() {
     }
 }
 
-// Reference §8.6 scenario 101: a commit after another handle's commit at the same epoch is
-// rebuilt on top of it; neither change is lost.
+// A commit after another handle's commit at the same epoch is rebuilt on top of it; neither change
+// is lost.
 #[tokio::test]
 async fn a_commit_builds_on_a_concurrent_commit_of_the_same_epoch() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -167,8 +169,8 @@ async fn a_commit_builds_on_a_concurrent_commit_of_the_same_epoch() {
     assert_eq!(without_checksum(shard.manifest().await), m);
 }
 
-// Reference §8.6 scenario 103, in memwal's terms: the caller cannot commit a version out of
-// sequence; `commit_update` always writes the successor of the version it read.
+// The caller cannot commit a version out of sequence; `commit_update` always writes the successor
+// of the version it read.
 #[tokio::test]
 async fn a_commit_always_writes_the_successor_version() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -215,9 +217,9 @@ async fn a_commit_of_a_fenced_epoch_writes_nothing() {
     assert_eq!(without_checksum(shard.manifest().await), new);
 }
 
-// Reference §8.6 scenario 104, for memwal's listing: a failed listing while finding the latest
-// version is an error, not "no manifest": the writer's fence check is not reported clear, an
-// open claims nothing, and everything works again once the store heals.
+// A failed listing while finding the latest version is an error, not "no manifest": the writer's
+// fence check is not reported clear, an open claims nothing, and everything works again once the
+// store heals.
 #[tokio::test]
 async fn a_failed_listing_is_an_error_never_the_end_of_the_versions() {
     let (probed, store) = probed();

@@ -1,7 +1,7 @@
-//! Sealing by age (issue 15, item 6): a MemTable that has held rows for `max_memtable_age_ms`
-//! is flushed as a generation however small it is, so a quiet shard's rows reach Parquet and
-//! its replay stays short; an empty MemTable is never sealed. The checks wait for an outcome
-//! (with a generous limit), never for a speed.
+//! Sealing by age (`maxMemtableAgeMs`): a MemTable that has held rows for `max_memtable_age_ms` is
+//! flushed as a generation however small it is, so a quiet shard's rows reach Parquet and its
+//! replay stays short; an empty MemTable is never sealed. The checks wait for an outcome (with a
+//! generous limit), never for a speed.
 
 mod support;
 

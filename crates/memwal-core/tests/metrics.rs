@@ -1,6 +1,6 @@
-//! Writer metrics (issue 17): object-store requests by kind, retries and failures by
-//! operation, latency histograms, and what the WAL entry that covered a durable put cost.
-//! Every count here is exact: none depends on timing.
+//! Writer metrics (`docs/operations.md`, "Metrics"): object-store requests by kind, retries and
+//! failures by operation, latency histograms, and what the WAL entry that covered a durable put
+//! cost. Every count here is exact: none depends on timing.
 
 mod support;
 

@@ -300,16 +300,17 @@ async fn put_then_lose_power(fs: &Arc<SimFs>, shard: Uuid) -> Vec<i32> {
     recovered(&after, shard).await.expect("recovery")
 }
 
-// Issue 16.1: on ext4 without a journal, a directory fsync does not write the inode of a
-// file linked into it, whose on-disk link count is still the 0 of its unnamed data sync.
+// On ext4 without a journal, a directory fsync does not write the inode of a file linked into it,
+// whose on-disk link count is still the 0 of its unnamed data sync (`docs/durability.md`, "What
+// fsync covers on a local disk").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acknowledged_put_survives_power_loss_on_a_file_system_without_a_journal() {
     let fs = Arc::new(SimFs::new());
     assert_eq!(put_then_lose_power(&fs, Uuid::new_v4()).await, vec![7, 8]);
 }
 
-// Issue 16.3: directories a crashed process created (or whose parent's sync failed) exist
-// without being durable; the store must sync them before relying on them.
+// Directories a crashed process created (or whose parent's sync failed) exist without being
+// durable; the store must sync them before relying on them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn directories_left_unsynced_by_a_crashed_process_are_synced_before_use() {
     use memwal_core::store::fs::Fs;

@@ -1,6 +1,7 @@
-//! Replay on open (reference §5): a new writer rebuilds its MemTables from the WAL entries after
-//! the manifest's replay cursor, skipping fence sentinels; what it replays is never appended
-//! again. `ShardReader` sees the same rows without claiming anything.
+//! Replay on open: a new writer rebuilds its MemTables from the WAL entries after the manifest's
+//! replay cursor, skipping fence sentinels; what it replays is never appended again. `ShardReader`
+//! sees the same rows without claiming anything. Lance's MemWAL replays the same way
+//! (`docs/format.md`, "Compatibility with Lance").
 
 mod support;
 
@@ -9,7 +10,7 @@ use memwal_core::wal::entry::encode_entry;
 use memwal_core::{ErrorCode, ShardReader};
 use support::*;
 
-// Reference §8.2 scenario 27.
+// A crashed writer's durable rows come back on the next open, already counted as in the WAL.
 #[tokio::test]
 async fn replay_recovers_unflushed_durable_writes() {
     for (backend, shard) in each_backend() {
@@ -57,7 +58,7 @@ async fn replay_rebuilds_the_batches_of_a_merged_entry_at_their_positions() {
     }
 }
 
-// Reference §8.2 scenario 28.
+// Opening a fresh shard replays nothing and writes no WAL entry.
 #[tokio::test]
 async fn replay_is_a_no_op_on_a_fresh_shard() {
     for (_backend, shard) in each_backend() {
@@ -70,8 +71,8 @@ async fn replay_is_a_no_op_on_a_fresh_shard() {
     }
 }
 
-// Reference §8.2 scenario 29: an external compactor drains the generation list without moving
-// the cursor; replay follows the cursor, not the list.
+// An external compactor drains the generation list without moving the cursor; replay follows the
+// cursor, not the list.
 #[tokio::test]
 async fn replay_follows_the_cursor_after_an_external_compaction() {
     for (backend, shard) in each_backend() {
@@ -104,8 +105,8 @@ async fn replay_follows_the_cursor_after_an_external_compaction() {
     }
 }
 
-// Reference §8.2 scenario 30: an entry with an epoch above the opener's means a successor
-// claimed the shard during the open; the open aborts with `PeerClaimedEpoch`.
+// An entry with an epoch above the opener's means a successor claimed the shard during the open;
+// the open aborts with `PeerClaimedEpoch`.
 #[tokio::test]
 async fn an_entry_from_a_higher_epoch_aborts_open() {
     for (backend, shard) in each_backend() {
@@ -120,8 +121,8 @@ async fn an_entry_from_a_higher_epoch_aborts_open() {
     }
 }
 
-// Reference §5 and §10.3: replayed batches count as appended. Reopening twice without writes
-// gives the same rows, and closing a replayed writer adds no data entry to the WAL.
+// Replayed batches count as appended. Reopening twice without writes gives the same rows, and
+// closing a replayed writer adds no data entry to the WAL.
 #[tokio::test]
 async fn replayed_rows_are_never_appended_again() {
     for (backend, shard) in each_backend() {
@@ -142,7 +143,7 @@ async fn replayed_rows_are_never_appended_again() {
     }
 }
 
-// Reference §5: a fully flushed close followed by a reopen replays nothing.
+// A fully flushed close followed by a reopen replays nothing.
 #[tokio::test]
 async fn a_clean_close_leaves_nothing_to_replay() {
     for (backend, shard) in each_backend() {
@@ -175,8 +176,7 @@ async fn replay_starts_after_the_last_flushed_generation() {
     }
 }
 
-// Reference §5 (and its Appendix 1): replay takes every entry after the cursor whatever epoch
-// wrote it, and skips every sentinel.
+// Replay takes every entry after the cursor whatever epoch wrote it, and skips every sentinel.
 #[tokio::test]
 async fn replay_spans_entries_of_several_epochs() {
     for (backend, shard) in each_backend() {
@@ -194,8 +194,8 @@ async fn replay_spans_entries_of_several_epochs() {
     }
 }
 
-// Reference §5 (recommended): replay rotates MemTables when they fill up instead of failing,
-// and an entry larger than a whole MemTable (written with a larger capacity) still replays.
+// Replay rotates MemTables when they fill up instead of failing, and an entry larger than a whole
+// MemTable (written with a larger capacity) still replays.
 #[tokio::test]
 async fn replay_rotates_when_memtables_fill_up() {
     for (backend, shard) in each_backend() {
@@ -291,8 +291,8 @@ async fn foreign_files_in_the_shard_are_ignored() {
     }
 }
 
-// Reference §10.13: WAL metadata memwal does not write (such as a newer Lance's `generation`
-// key) is ignored on replay and by readers.
+// WAL metadata memwal does not write (such as a newer Lance's `generation` key) is ignored on
+// replay and by readers.
 #[tokio::test]
 async fn unknown_entry_metadata_is_ignored() {
     for (backend, shard) in each_backend() {

@@ -1,5 +1,6 @@
 //! MemTable rotation and generation flushes: size and batch-count triggers, generation-local
-//! positions, and what a generation flush publishes (reference §1.6, §1.7, §2.7).
+//! positions, and what a generation flush publishes (`docs/format.md`, "Generation folders"). Most
+//! of these behaviours are Lance MemWAL's too (`docs/format.md`, "Compatibility with Lance").
 
 mod support;
 
@@ -7,8 +8,8 @@ use memwal_core::ErrorCode;
 use memwal_core::batch_store::estimated_batch_bytes;
 use support::*;
 
-// Reference §8.2 scenarios 12 (non-durable, waiting for the drain instead of sleeping) and 13
-// (durable puts rotate repeatedly).
+// Puts rotate the MemTable at the size limit: non-durable ones (waiting for the drain instead of
+// sleeping), and durable ones, repeatedly.
 #[tokio::test]
 async fn puts_rotate_at_the_size_limit() {
     for backend in Backend::all() {
@@ -46,8 +47,8 @@ async fn puts_rotate_at_the_size_limit() {
     }
 }
 
-// Reference §8.2 scenarios 14 and 15: every put freezes its MemTable; every generation flush
-// writes a directory of its own (`<random8hex>_gen_<g>`), never "already exists".
+// Every put freezes its MemTable; every generation flush writes a directory of its own
+// (`<random8hex>_gen_<g>`), never "already exists".
 #[tokio::test]
 async fn every_put_freezing_writes_one_distinct_generation_each() {
     for (backend, shard) in each_backend() {
@@ -88,8 +89,8 @@ async fn every_put_freezing_writes_one_distinct_generation_each() {
     }
 }
 
-// Reference §1.5 and §8.2 scenario 1: batch positions are local to the generation; the first
-// put after a rotation reports 0..1 again, with the new generation.
+// Batch positions are local to the generation; the first put after a rotation reports 0..1 again,
+// with the new generation.
 #[tokio::test]
 async fn positions_restart_in_every_generation() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -106,8 +107,8 @@ async fn positions_restart_in_every_generation() {
     shard.close_and_assert_recovered(w, [1, 2, 3, 4]).await;
 }
 
-// Reference §10.10: a put whose batches do not fit in the active MemTable freezes it first
-// (instead of failing "batch store is full"); a put larger than a whole MemTable is rejected.
+// A put whose batches do not fit in the active MemTable freezes it first (instead of failing "batch
+// store is full"); a put larger than a whole MemTable is rejected.
 #[tokio::test]
 async fn a_put_that_does_not_fit_freezes_first_and_an_oversized_one_is_rejected() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -129,7 +130,7 @@ async fn a_put_that_does_not_fit_freezes_first_and_an_oversized_one_is_rejected(
         .await;
 }
 
-// Reference §2.7: a full BatchStore freezes the MemTable after the put that filled it.
+// A full BatchStore freezes the MemTable after the put that filled it.
 #[tokio::test]
 async fn a_full_batch_store_freezes() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -149,8 +150,8 @@ async fn a_full_batch_store_freezes() {
     w.close().await.unwrap();
 }
 
-// Reference §10.9: the WAL size trigger counts from the start of each MemTable, so it fires in
-// a new generation as soon as that generation crosses the buffer size.
+// The WAL size trigger counts from the start of each MemTable, so it fires in a new generation as
+// soon as that generation crosses the buffer size.
 #[tokio::test]
 async fn the_wal_size_trigger_fires_again_after_a_rotation() {
     for (backend, shard) in each_backend() {
@@ -178,7 +179,8 @@ async fn the_wal_size_trigger_fires_again_after_a_rotation() {
     }
 }
 
-// Reference §8.8 scenario 113: what one generation flush publishes.
+// What one generation flush publishes: its file, listed in a new manifest version that moves the
+// replay cursor.
 #[tokio::test]
 async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
     for (backend, shard) in each_backend() {
@@ -214,8 +216,7 @@ async fn a_generation_flush_publishes_its_file_and_moves_the_cursor() {
     }
 }
 
-// Reference §8.8 scenario 111, through the public API: a frozen MemTable whose WAL append
-// failed is never written as a generation.
+// A frozen MemTable whose WAL append failed is never written as a generation.
 #[tokio::test]
 async fn a_memtable_whose_wal_append_failed_is_never_flushed() {
     for (backend, shard) in each_backend() {
@@ -238,8 +239,7 @@ async fn a_memtable_whose_wal_append_failed_is_never_flushed() {
     }
 }
 
-// Reference §8.8 scenario 112, through the public API: an empty MemTable is never flushed; a
-// writer closed without rows publishes nothing.
+// An empty MemTable is never flushed; a writer closed without rows publishes nothing.
 #[tokio::test]
 async fn an_empty_memtable_is_never_flushed() {
     for (backend, shard) in each_backend() {
@@ -255,8 +255,8 @@ async fn an_empty_memtable_is_never_flushed() {
     }
 }
 
-// Reference §8.5 scenario 90: the active MemTable's pending WAL counts fall to zero only once
-// every committed batch is in the WAL.
+// The active MemTable's pending WAL counts fall to zero only once every committed batch is in the
+// WAL.
 #[tokio::test]
 async fn pending_wal_counts_track_what_is_not_yet_appended() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -278,9 +278,8 @@ async fn pending_wal_counts_track_what_is_not_yet_appended() {
     w.close().await.unwrap();
 }
 
-// Reference §10.4: a generation's replay cursor is the WAL entry that actually appended its
-// rows, also when its freeze found them already appended (coalesced), so nothing flushed is
-// replayed again.
+// A generation's replay cursor is the WAL entry that actually appended its rows, also when its
+// freeze found them already appended (coalesced), so nothing flushed is replayed again.
 #[tokio::test]
 async fn the_cursor_covers_rows_appended_before_the_freeze_asked() {
     for (backend, shard) in each_backend() {

@@ -2,10 +2,10 @@
 //! in-process S3-compatible server (`support/s3.rs`: s3s-fs on 127.0.0.1, conditional create
 //! honoured), through `object_store`'s AWS client exactly as a user's `s3://` location is.
 //!
-//! The retry tests inject the failures a real S3 shows (503, 500, connection resets) on the
-//! server side, below `object_store`'s own retries, and check the outcomes of reference §3.2:
-//! the writer never fences itself over its own write, never writes an entry twice, and every
-//! acknowledged put is in the WAL exactly once.
+//! The retry tests inject the failures a real S3 shows (503, 500, connection resets) on the server
+//! side, below `object_store`'s own retries, and check the outcomes that `docs/durability.md`
+//! ("When a WAL append fails") states: the writer never fences itself over its own write, never
+//! writes an entry twice, and every acknowledged put is in the WAL exactly once.
 
 #[path = "support/s3.rs"]
 mod s3_server;
@@ -81,7 +81,7 @@ async fn an_s3_location_round_trips_rows_through_the_wal_and_a_generation() {
     assert!(wal_dir.is_dir(), "{}", wal_dir.display());
 }
 
-// The seed report's regression (reference §8.1 scenarios 1-2) on S3; see `durability.rs`.
+// The seed bug's regression (`docs/durability.md`) on S3; see `durability.rs`.
 #[tokio::test]
 async fn durable_put_does_not_alias_across_memtable_generations() {
     let server = S3Server::start().await;
@@ -152,8 +152,8 @@ async fn concurrent_opens_of_one_shard_on_s3_claim_distinct_epochs() {
     shard.close_and_assert_recovered(top, [0, 1]).await;
 }
 
-// Reference §8 replay scenarios, on S3: a crash keeps durable rows (from the generation and
-// the WAL tail) and a reopen replays them once.
+// Replay on S3: a crash keeps durable rows (from the generation and the WAL tail) and a reopen
+// replays them once.
 #[tokio::test]
 async fn replay_after_a_crash_recovers_generations_and_the_wal_tail() {
     let server = S3Server::start().await;
@@ -179,7 +179,7 @@ async fn replay_after_a_crash_recovers_generations_and_the_wal_tail() {
     assert_wal_has_no_duplicate_rows(&shard).await;
 }
 
-// Reference §3.2 "other error" branch, on S3: a put that keeps failing poisons the writer with
+// On S3, a put that keeps failing with an error other than a taken slot poisons the writer with
 // PersistenceFailure once retries run out, and acknowledges nothing it did not persist.
 #[tokio::test]
 async fn exhausted_retries_on_s3_poison_the_writer_and_lose_nothing_acknowledged() {
@@ -259,10 +259,10 @@ async fn transient_faults_are_retried(fault: S3Fault, times: u32, retried_by: Op
 // The faults below object_store's retries, each on the next three WAL PutObjects:
 // - a 503 or a 500 before the put is applied: object_store retries it;
 // - a connection reset before the put is applied: memwal retries it at the same slot;
-// - reference §3.2, the ambiguous case: the put landed, the response was a 500, and
-//   object_store's own retry met the object (412, reported as "already exists" from inside one
-//   memwal attempt). memwal reads the slot back, finds exactly its entry, and acknowledges: no
-//   PersistenceFailure, no second copy at the next slot;
+// - the ambiguous case: the put landed, the response was a 500, and object_store's own retry met
+//   the object (412, reported as "already exists" from inside one memwal attempt). memwal reads the
+//   slot back, finds exactly its entry, and acknowledges: no PersistenceFailure, no second copy at
+//   the next slot;
 // - the same with no response at all: the connection is reset after the put was applied.
 #[tokio::test]
 async fn transient_wal_put_faults_are_retried_without_loss_or_duplicate() {

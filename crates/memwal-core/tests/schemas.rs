@@ -2,8 +2,8 @@
 //! nestings that break) either opens, takes a put, flushes a generation and reads back, or is
 //! refused at open with an error naming the field, before anything is written.
 //!
-//! Issue 16 item 4: a `MonthDayNano` interval or a union was accepted at open and by every put,
-//! then failed the first generation flush and fenced the writer and every later one.
+//! Why: a `MonthDayNano` interval or a union used to be accepted at open and by every put, then
+//! failed the first generation flush and fenced the writer and every later one.
 
 mod support;
 
@@ -254,7 +254,8 @@ async fn every_type_is_stored_in_a_generation_or_refused_at_open() {
         .map(|(t, n, _)| format!("{t} nullable={n}"))
         .collect();
     eprintln!("refused at open:\n{}", names.join("\n"));
-    // The types issue 16 names must be among the refused ones (the walk proves the others work).
+    // The types that once fenced writers must be among the refused ones (the walk proves the others
+    // work).
     for (t, n) in [
         (DataType::Interval(IntervalUnit::MonthDayNano), true),
         (union(UnionMode::Sparse), true),

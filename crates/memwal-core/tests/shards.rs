@@ -1,6 +1,6 @@
-//! Shards by name (issue 15, item 1): a name reaches the same shard every time, with neither a
-//! name nor an id a writer opens the shard named `default`, and listings show names and skip
-//! shard folders that have no manifest (a first open cut off before writing one).
+//! Shards by name (README, "API model"): a name reaches the same shard every time, with neither a
+//! name nor an id a writer opens the shard named `default`, and listings show names and skip shard
+//! folders that have no manifest (a first open cut off before writing one).
 
 mod support;
 
@@ -112,9 +112,9 @@ async fn a_reader_of_a_name_nobody_wrote_says_which_name() {
     assert!(e.to_string().contains("no shard `nope`"), "{e}");
 }
 
-// Issue 15's stub: a first open killed before its manifest left `_mem_wal/<id>/` behind.
-// Listings must not offer it as a shard (a reader of it fails), but must show it. Such an open
-// names no WAL entry (its claim comes first), only a file of its own (a staged write); a
+// A first open killed before writing its manifest leaves a stub: `_mem_wal/<id>/` without a
+// manifest. Listings must not offer it as a shard (a reader of it fails), but must show it. Such an
+// open names no WAL entry (its claim comes first), only a file of its own (a staged write); a
 // folder holding a WAL entry but no manifest lost its manifest (`tests/lost_manifest.rs`).
 #[tokio::test]
 async fn listings_give_names_and_ids_and_set_apart_folders_without_a_manifest() {
@@ -154,8 +154,8 @@ async fn listings_give_names_and_ids_and_set_apart_folders_without_a_manifest() 
     }
 }
 
-// Issue 15, item 2: other tools read the manifest's list, never a glob, which also matches a
-// generation folder whose flush never reached the manifest (the demo's double count).
+// Other tools read the manifest's list, never a glob, which also matches a generation folder whose
+// flush never reached the manifest (the demo's double count).
 #[tokio::test]
 async fn generation_files_are_the_manifests_list_at_paths_other_tools_open() {
     let backend = Backend::local();

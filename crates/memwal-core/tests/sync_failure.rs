@@ -132,8 +132,8 @@ async fn a_real_eio_enospc_or_edquot_from_fdatasync_rejects_the_put_without_retr
     }
 }
 
-// Issue 16.3: a fence sentinel whose directory sync failed is readable; reading it back must
-// not accept it (it may not be durable), so the open fails with a typed IO error.
+// A fence sentinel whose directory sync failed is readable; reading it back must not accept it (it
+// may not be durable), so the open fails with a typed IO error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accepted() {
     let backend = Backend::local();
@@ -154,10 +154,9 @@ async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accep
     assert!(e.to_string().contains("sentinel"), "{e}");
 }
 
-// Issue 16.3: a manifest version whose directory sync failed is readable; the writer that
-// wrote it must not take it as written (it may not be durable), so its open fails. Without
-// the check, the ambiguous-write path reads the version back, finds its own bytes and
-// accepts it.
+// A manifest version whose directory sync failed is readable; the writer that wrote it must not
+// take it as written (it may not be durable), so its open fails. Without the check, the
+// ambiguous-write path reads the version back, finds its own bytes and accepts it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_version_whose_directory_sync_failed_is_not_read_back_and_accepted() {
     use memwal_core::store::fs::sync_errors::{self, Sync};

@@ -1,8 +1,8 @@
-//! Time budgets against an object store that does not answer (issue 16, item 6): a server
-//! that accepts connections and never replies must fail an open within the store's budget,
-//! with a `Timeout` that says so, and a best-effort read (the manifest's version hint) must
-//! not spend a retry budget of its own. A store nobody listens on is reported as unreachable,
-//! not as one that may lack conditional writes.
+//! Time budgets against an object store that does not answer (`docs/operations.md`, "Time
+//! budgets"): a server that accepts connections and never replies must fail an open within the
+//! store's budget, with a `Timeout` that says so, and a best-effort read (the manifest's version
+//! hint) must not spend a retry budget of its own. A store nobody listens on is reported as
+//! unreachable, not as one that may lack conditional writes.
 //!
 //! The servers here speak just enough HTTP for `object_store`'s S3 client. Budgets are
 //! shortened through storage options so that every test ends in seconds; [`STALL_GUARD`]

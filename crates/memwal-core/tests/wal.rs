@@ -1,5 +1,7 @@
-//! The WAL through the public API: appends, retries at one slot, poisoning, lost
-//! acknowledgements, fence sentinels, and the read-only `WalTailer` (reference §8.3).
+//! The WAL through the public API: appends, retries at one slot, poisoning, lost acknowledgements,
+//! fence sentinels, and the read-only `WalTailer` (`docs/durability.md`, "When a WAL append
+//! fails"). Most of these behaviours are Lance MemWAL's too; where memwal differs, `docs/format.md`
+//! ("Compatibility with Lance") says so.
 
 mod support;
 
@@ -13,8 +15,8 @@ use object_store::{ObjectStore, PutResult};
 use support::forwarding::{Forwarding, Hooks, Put, StoreResult, is_wal};
 use support::*;
 
-// Reference §8.3 scenario 56: appends land at 1, 2, …; the tailer reads them back with their
-// epoch, without memwal's entry metadata in the batches' schema.
+// Appends land at 1, 2, …; the tailer reads them back with their epoch, without memwal's entry
+// metadata in the batches' schema.
 #[tokio::test]
 async fn appends_and_tailer_round_trip() {
     for (backend, shard) in each_backend() {
@@ -53,8 +55,8 @@ async fn appends_and_tailer_round_trip() {
     }
 }
 
-// Reference §8.3 scenario 57: the successor's sentinel and data take the stale writer's next
-// slot; its check and its next append both report `PeerClaimedEpoch`.
+// The successor's sentinel and data take the stale writer's next slot; its check and its next
+// append both report `PeerClaimedEpoch`.
 #[tokio::test]
 async fn a_newer_writer_fences_the_older_one() {
     for (backend, shard) in each_backend() {
@@ -74,8 +76,8 @@ async fn a_newer_writer_fences_the_older_one() {
     }
 }
 
-// Reference §8.3 scenario 58: the successor only opens (no put of its own); its sentinel alone
-// fences the predecessor, and the successor's first append goes after the sentinel.
+// The successor only opens (no put of its own); its sentinel alone fences the predecessor, and the
+// successor's first append goes after the sentinel.
 #[tokio::test]
 async fn the_fence_sentinel_alone_fences_the_predecessor() {
     for (_backend, shard) in each_backend() {
@@ -96,8 +98,8 @@ async fn the_fence_sentinel_alone_fences_the_predecessor() {
     }
 }
 
-// Reference §8.3 scenario 59: a durable watcher whose append hits the successor's sentinel
-// resolves with the fence error instead of hanging.
+// A durable watcher whose append hits the successor's sentinel resolves with the fence error
+// instead of hanging.
 #[tokio::test]
 async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
     for (_backend, shard) in each_backend() {
@@ -110,8 +112,8 @@ async fn a_durable_watcher_fails_on_the_fence_instead_of_hanging() {
     }
 }
 
-// Reference §8.3 scenario 52, through `put_no_wait`: a durable watcher stays pending while its
-// append is being retried, and resolves once the append lands.
+// Through `put_no_wait`: a durable watcher stays pending while its append is being retried, and
+// resolves once the append lands.
 #[tokio::test(start_paused = true)]
 async fn a_durable_watcher_waits_for_its_own_append() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -130,8 +132,8 @@ async fn a_durable_watcher_waits_for_its_own_append() {
     w.close().await.unwrap();
 }
 
-// Reference §8.3 scenario 61, memwal's policy (§10.11): tailers and readers never write. The
-// manifest version is unchanged after reads, and the tip comes from probing, not a hint.
+// Tailers and readers never write. The manifest version is unchanged after reads, and the tip comes
+// from probing, not a hint.
 #[tokio::test]
 async fn the_tailer_and_reader_never_write() {
     for (backend, shard) in each_backend() {
@@ -162,8 +164,8 @@ async fn a_tailer_follows_a_shard_from_its_start() {
     w.close().await.unwrap();
 }
 
-// Reference §8.3 scenario 62: two transient failures with the default 3 retries; the append
-// succeeds at position 1 on the third attempt.
+// Two transient failures with the default 3 retries; the append succeeds at position 1 on the third
+// attempt.
 #[tokio::test]
 async fn a_transient_failure_is_retried_at_the_same_slot() {
     for (backend, shard) in each_backend() {
@@ -180,7 +182,7 @@ async fn a_transient_failure_is_retried_at_the_same_slot() {
     }
 }
 
-// Reference §8.3 scenario 63: retries exhausted (2 retries, 3 attempts) poison the writer.
+// Retries exhausted (2 retries, 3 attempts) poison the writer.
 #[tokio::test]
 async fn exhausted_retries_poison_the_writer() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -195,9 +197,9 @@ async fn exhausted_retries_poison_the_writer() {
     assert_eq!(shard.wal_len().await, 0);
 }
 
-// Reference §8.3 scenario 64, resolved: a put that lands but reports an error makes the retry
-// find the slot taken. memwal reads the slot back: it holds exactly our bytes, so the append
-// succeeded (Lance poisons the writer here). Position 1 holds the row once, position 2 is empty.
+// A put that lands but reports an error makes the retry find the slot taken. memwal reads the slot
+// back: it holds exactly our bytes, so the append succeeded (Lance poisons the writer here).
+// Position 1 holds the row once, position 2 is empty.
 #[tokio::test]
 async fn a_lost_acknowledgement_is_recognised_without_a_duplicate() {
     for (backend, shard) in each_backend() {
@@ -239,8 +241,8 @@ async fn a_slot_taken_by_other_bytes_after_a_failed_put_poisons_the_writer() {
     }
 }
 
-// Reference §8.3 scenario 65: a persistence failure wakes the waiting watcher with the typed
-// error and latches it, so the writer's checks and later calls fail fast.
+// A persistence failure wakes the waiting watcher with the typed error and latches it, so the
+// writer's checks and later calls fail fast.
 #[tokio::test]
 async fn a_persistence_failure_wakes_the_waiter_and_latches() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -286,7 +288,7 @@ async fn every_queued_waiter_gets_the_latched_error() {
     assert_eq!(backend.store.faults().wal_put_attempts(), 1);
 }
 
-// Reference §3.2: retries at one slot back off exponentially from the base delay.
+// Retries at one slot back off exponentially from the base delay.
 #[tokio::test(start_paused = true)]
 async fn retries_back_off_exponentially() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -305,8 +307,8 @@ async fn retries_back_off_exponentially() {
     w.close().await.unwrap();
 }
 
-// Reference §3.2: after a failed put the appender checks the manifest before spending its
-// retries; a successor's claim is terminal at once.
+// After a failed put the appender checks the manifest before spending its retries; a successor's
+// claim is terminal at once.
 #[tokio::test(start_paused = true)]
 async fn a_failed_put_checks_for_a_successor_before_retrying() {
     for (backend, shard) in each_backend() {
@@ -329,8 +331,8 @@ async fn a_failed_put_checks_for_a_successor_before_retrying() {
     }
 }
 
-// Reference §3.1: a fence sentinel whose acknowledgement was lost is recognised as ours on the
-// retry; the open succeeds and the sentinel is not written twice.
+// A fence sentinel whose acknowledgement was lost is recognised as ours on the retry; the open
+// succeeds and the sentinel is not written twice.
 #[tokio::test]
 async fn a_lost_acknowledgement_of_the_fence_sentinel_is_recognised() {
     for (backend, shard) in each_backend() {

@@ -1,6 +1,6 @@
-//! No silent gaps (issue 15, item 4). A WAL entry removed outside memwal, or an entry copied
-//! into a slot or a shard where it does not belong, is `Corrupt` naming the slot, for the
-//! writer's open, the reader and the tailer alike, and nothing is written past it.
+//! No silent gaps (`docs/format.md`, "WAL entries"). A WAL entry removed outside memwal, or an
+//! entry copied into a slot or a shard where it does not belong, is `Corrupt` naming the slot, for
+//! the writer's open, the reader and the tailer alike, and nothing is written past it.
 //!
 //! Before: with entry 4 of 10 deleted, reader and writer returned 30 of 100 acknowledged rows
 //! without an error, and the new writer's close moved the replay cursor past the hole for good;

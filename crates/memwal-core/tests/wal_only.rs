@@ -1,5 +1,6 @@
-//! WAL-only mode (`enable_memtable = false`, reference §6): puts go straight to the WAL, with
-//! writer-lifetime positions, no MemTable, no generations and no replay.
+//! WAL-only mode (`enable_memtable = false`): puts go straight to the WAL, with writer-lifetime
+//! positions, no MemTable, no generations and no replay. Lance's MemWAL has the same mode
+//! (`docs/format.md`, "Compatibility with Lance").
 
 mod support;
 
@@ -12,7 +13,8 @@ fn wal_only(config: WriterConfig) -> WriterConfig {
     config.with(|c| c.enable_memtable = false)
 }
 
-// Reference §8.2 scenario 32.
+// Durable puts take writer-lifetime batch positions and no generation; a tailer reads each put's
+// entry back, with the writer's epoch.
 #[tokio::test]
 async fn durable_puts_round_trip_through_the_tailer() {
     for (backend, shard) in each_backend() {
@@ -37,7 +39,7 @@ async fn durable_puts_round_trip_through_the_tailer() {
     }
 }
 
-// Reference §8.2 scenario 34.
+// An empty batch list and an empty batch are rejected, and the writer goes on.
 #[tokio::test]
 async fn empty_batch_lists_and_empty_batches_are_rejected() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -51,7 +53,7 @@ async fn empty_batch_lists_and_empty_batches_are_rejected() {
     shard.close_and_assert_recovered(w, [0]).await;
 }
 
-// Reference §8.2 scenario 35.
+// The MemTable's calls fail with a message naming WAL-only mode, and write nothing.
 #[tokio::test]
 async fn memtable_accessors_fail_naming_wal_only_mode() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -71,7 +73,8 @@ async fn memtable_accessors_fail_naming_wal_only_mode() {
     assert_eq!(shard.wal_len().await, 0);
 }
 
-// Reference §8.2 scenario 36.
+// Non-durable puts wait in memory, below the size trigger and without a ticker, and close writes
+// them as one entry.
 #[tokio::test]
 async fn non_durable_puts_are_batched_into_one_entry_at_close() {
     for (backend, shard) in each_backend() {
@@ -92,8 +95,8 @@ async fn non_durable_puts_are_batched_into_one_entry_at_close() {
     }
 }
 
-// Reference §8.2 scenarios 37 and 39: a successor fences the stale writer; each of its puts,
-// also concurrent ones, fails with the fence.
+// A successor fences the stale writer; each of its puts, also concurrent ones, fails with the
+// fence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successor_fences_every_put_of_the_stale_writer() {
     for (_backend, shard) in each_backend() {
@@ -109,10 +112,10 @@ async fn a_successor_fences_every_put_of_the_stale_writer() {
     }
 }
 
-// Reference §8.2 scenario 38, with waits on the trigger's effect instead of sleeps. With a
-// 1-byte buffer every put crosses it, so every put gets an entry of its own, also after the
-// first drain; with a buffer of two puts, every second put crosses it: the size trigger keeps
-// firing after a drain also when each put is smaller than the buffer.
+// The size trigger, checked by waiting on its effect instead of sleeping. With a 1-byte buffer
+// every put crosses it, so every put gets an entry of its own, also after the first drain; with a
+// buffer of two puts, every second put crosses it: the size trigger keeps firing after a drain also
+// when each put is smaller than the buffer.
 #[tokio::test]
 async fn the_size_trigger_keeps_firing_after_a_drain() {
     let one = memwal_core::batch_store::estimated_batch_bytes(&rows(0, 10));
@@ -139,7 +142,7 @@ async fn the_size_trigger_keeps_firing_after_a_drain() {
     }
 }
 
-// Reference §8.2 scenario 40.
+// Statistics count puts and WAL appends, and no generation flush.
 #[tokio::test]
 async fn stats_count_puts_and_wal_flushes_but_no_memtable_flush() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -152,9 +155,8 @@ async fn stats_count_puts_and_wal_flushes_but_no_memtable_flush() {
     assert_eq!((s.memtable_flush_count, s.backpressure_events), (0, 0));
 }
 
-// Reference §8.2 scenario 31, and memwal's WAL-only close hint: close records the tip in the
-// manifest (nothing else would move it), and the reopened writer's next position is seeded
-// past its own fence sentinel before any put.
+// memwal's WAL-only close hint: close records the tip in the manifest (nothing else would move it),
+// and the reopened writer's next position is seeded past its own fence sentinel before any put.
 #[tokio::test]
 async fn reopen_seeds_the_next_wal_position_from_the_close_hint() {
     for (backend, shard) in each_backend() {
@@ -175,7 +177,8 @@ async fn reopen_seeds_the_next_wal_position_from_the_close_hint() {
     }
 }
 
-// Reference §8.2 scenario 17 (WAL-only variant).
+// A close whose final WAL append fails reports the `PersistenceFailure`, commits no tip hint and
+// leaves the writer closed.
 #[tokio::test]
 async fn close_reports_a_final_wal_persistence_failure() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -198,8 +201,8 @@ async fn close_reports_a_final_wal_persistence_failure() {
     assert_eq!(e.code(), ErrorCode::Closed);
 }
 
-// Reference §10.20: durable WAL-only writes need no ticker; each durable put triggers its own
-// append, and positions stay writer-lifetime monotonic across appends.
+// Durable WAL-only writes need no ticker; each durable put triggers its own append, and positions
+// stay writer-lifetime monotonic across appends.
 #[tokio::test]
 async fn durable_puts_need_no_ticker_and_positions_are_lifetime_monotonic() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -213,8 +216,8 @@ async fn durable_puts_need_no_ticker_and_positions_are_lifetime_monotonic() {
     w.close().await.unwrap();
 }
 
-// Group commit in WAL-only mode (reference §6): concurrent durable puts share entries and each
-// completes only when its own batches are appended.
+// Group commit in WAL-only mode: concurrent durable puts share entries and each completes only when
+// its own batches are appended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_durable_puts_share_entries() {
     let (_backend, shard) = Backend::local().with_shard();
@@ -257,8 +260,8 @@ async fn open_does_not_replay_and_appends_after_the_tip() {
     shard.close_and_assert_recovered(w, [1, 2]).await;
 }
 
-// Reference §8.2 scenario 6 (WAL-only variant): abort while a durable put waits on its append
-// fails the put with the handler-exited error; it never hangs or succeeds.
+// Abort while a durable put waits on its append fails the put with the handler-exited error; it
+// never hangs or succeeds.
 #[tokio::test]
 async fn abort_while_a_durable_put_waits_fails_the_put() {
     let (backend, shard) = Backend::memory().with_shard();

@@ -1,5 +1,6 @@
-//! The writer's put path and reads: positions, `put_no_wait`, what `scan` sees, and the errors
-//! for bad input (reference §2.3, §2.4, §10.5).
+//! The writer's put path and reads: positions, `put_no_wait`, what `scan` sees, and the errors for
+//! bad input. Most of these behaviours are Lance MemWAL's too (`docs/format.md`, "Compatibility
+//! with Lance").
 
 mod support;
 
@@ -12,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema};
 use memwal_core::{ErrorCode, ShardReader, ShardWriter};
 use support::*;
 
-// Reference §8.2 scenario 7.
+// A put lands in the active MemTable of generation 1, at batch positions 0..1.
 #[tokio::test]
 async fn a_basic_put_lands_in_the_active_memtable() {
     for (_backend, shard) in each_backend() {
@@ -27,7 +28,8 @@ async fn a_basic_put_lands_in_the_active_memtable() {
     }
 }
 
-// Reference §8.2 scenario 8.
+// In durable mode, `put_no_wait` makes the rows visible in memory at once and returns a watcher
+// that resolves once their WAL entry is written.
 #[tokio::test]
 async fn put_no_wait_is_visible_in_memory_then_durable() {
     for (backend, shard) in each_backend() {
@@ -43,7 +45,7 @@ async fn put_no_wait_is_visible_in_memory_then_durable() {
     }
 }
 
-// Reference §8.2 scenario 9.
+// In non-durable mode, `put_no_wait` returns no watcher.
 #[tokio::test]
 async fn put_no_wait_in_non_durable_mode_returns_no_watcher() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -55,8 +57,7 @@ async fn put_no_wait_in_non_durable_mode_returns_no_watcher() {
     w.close().await.unwrap();
 }
 
-// Reference §8.2 scenario 10: a multi-batch put is appended atomically, at consecutive
-// positions, and lands in one WAL entry.
+// A multi-batch put is appended atomically, at consecutive positions, and lands in one WAL entry.
 #[tokio::test]
 async fn a_multi_batch_put_takes_consecutive_positions() {
     for (backend, shard) in each_backend() {
@@ -75,8 +76,8 @@ async fn a_multi_batch_put_takes_consecutive_positions() {
     }
 }
 
-// Reference §2.3 validation and §10.17 message texts: rejected input is `InvalidArgument` or
-// `SchemaMismatch`, names what was wrong, inserts nothing, and is not terminal.
+// Rejected input is `InvalidArgument` or `SchemaMismatch`, names what was wrong, inserts nothing,
+// and is not terminal.
 #[tokio::test]
 async fn bad_input_is_rejected_without_side_effects() {
     let (_backend, shard) = Backend::memory().with_shard();
@@ -169,8 +170,8 @@ async fn reopening_with_another_schema_is_a_schema_mismatch() {
     }
 }
 
-// Reference §10.5: in durable mode `scan` shows what a crash would keep, so a row waiting for
-// its append is not visible yet; after the append it is.
+// In durable mode `scan` shows what a crash would keep, so a row waiting for its append is not
+// visible yet; after the append it is.
 #[tokio::test(start_paused = true)]
 async fn a_durable_scan_shows_only_appended_rows() {
     let (backend, shard) = Backend::memory().with_shard();
@@ -186,7 +187,7 @@ async fn a_durable_scan_shows_only_appended_rows() {
     w.close().await.unwrap();
 }
 
-// Reference §10.5: in non-durable mode `scan` reads its own writes.
+// In non-durable mode `scan` reads its own writes.
 #[tokio::test]
 async fn a_non_durable_scan_reads_its_own_writes() {
     let (_backend, shard) = Backend::memory().with_shard();

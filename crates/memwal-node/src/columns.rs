@@ -251,9 +251,9 @@ fn in_column(e: napi::Error, name: &str) -> napi::Error {
     }
 }
 
-/// Rebuilds the batches sent by `lib/arrow-columns.ts` (see the module docs). `batches` holds
-/// each batch's row count; `rows` and `columns` are what the caller passed, checked against
-/// what was decoded (DESIGN.md: never drop rows silently).
+/// Rebuilds the batches sent by `lib/arrow-columns.ts` (see the module docs). `batches` holds each
+/// batch's row count; `rows` and `columns` are what the caller passed, checked against what was
+/// decoded, so that a mismatch is an error and rows are never dropped silently.
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` for malformed column data, or data that does not decode into the rows and

@@ -156,7 +156,7 @@ mod tests {
     use super::*;
     use crate::FenceReason;
 
-    // Reference §8.3 scenario 48.
+    // A completion written with success resolves its watcher with success.
     #[tokio::test]
     async fn watcher_reports_success() {
         let (c, w) = put_completion();
@@ -164,7 +164,7 @@ mod tests {
         w.wait().await.unwrap();
     }
 
-    // Reference §8.3 scenario 49.
+    // A typed failure reaches the watcher with its fence reason and message.
     #[tokio::test]
     async fn watcher_preserves_a_typed_failure() {
         let (c, w) = put_completion();
@@ -177,7 +177,8 @@ mod tests {
         assert!(e.to_string().contains("injected persistence failure"));
     }
 
-    // Reference §8.3 scenario 50.
+    // A completion dropped unwritten (the WAL handler went away) fails its watcher: never a
+    // success, never a hang.
     #[tokio::test]
     async fn dropped_completion_reports_handler_exit() {
         let (c, w) = put_completion();
@@ -189,7 +190,7 @@ mod tests {
         );
     }
 
-    // Reference §8.7 scenario 110.
+    // The latch keeps the first error; later ones do not replace it.
     #[test]
     fn latch_keeps_the_first_error() {
         let l = TerminalLatch::default();

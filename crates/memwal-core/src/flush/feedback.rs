@@ -63,8 +63,8 @@ pub(crate) struct Feedback {
     pub stats: Arc<StatsRecorder>,
     /// Where events go (see [`crate::events`]).
     pub events: Events,
-    /// The seed report's bug, for the regression test's negative control only (zero-sized
-    /// unless its feature is on).
+    /// The seed bug (`docs/durability.md`), for the regression test's negative control only
+    /// (zero-sized unless its feature is on).
     pub legacy_watermark: LegacyWatermark,
 }
 

@@ -1,7 +1,7 @@
-//! The seed report's bug, kept only as the negative control of the regression test
-//! `durable_put_does_not_alias_across_memtable_generations` (`tests/durability.rs`): one
-//! writer-wide watermark of generation-local batch ends, which a durable put waits on instead
-//! of its own append.
+//! The seed bug (`docs/durability.md`, "Why it is subtle: the seed bug"), kept only as the negative
+//! control of the regression test `durable_put_does_not_alias_across_memtable_generations`
+//! (`tests/durability.rs`): one writer-wide watermark of generation-local batch ends, which a
+//! durable put waits on instead of its own append.
 //!
 //! It exists only with the `legacy-watermark-bug` feature, which nothing ships with: CI builds
 //! it once to check that the regression test fails against it (`.ci/run`, "negative

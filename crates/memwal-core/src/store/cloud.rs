@@ -1,10 +1,10 @@
 //! Object stores off the local disk (`s3://`, `gs://`, `az://`), through `object_store`'s
 //! backends.
 //!
-//! The three backends differ only in data: which builder, which schemes, which option keys
-//! hold credentials and what to tell a user who set none. So each is one row of
-//! [`BACKENDS`], and one function, `Backend::open`, applies every row; a new backend is a
-//! new row (and a cargo feature), not a copy of the code.
+//! The three backends differ only in data: which builder, which schemes, which option keys hold
+//! credentials and what to tell a user who set none. So each is one row of [`BACKENDS`], and one
+//! function, `CloudBuilder::open`, applies every row; a new backend is a new row (and a cargo
+//! feature), not a copy of the code.
 //!
 //! # Options
 //! Options are `object_store` configuration keys (`allow_http`), or the same in camelCase
@@ -16,9 +16,10 @@
 //! client retries one request (503, 500, a reset connection) before memwal sees the error.
 //!
 //! # Time budgets
-//! A store that accepts connections and never answers must fail in about a minute, not in
-//! six (issue 16: two reads that each spent object_store's 180 s retry budget). So memwal
-//! sets its own defaults, each overridable by the storage option named:
+//! A store that accepts connections and never answers must fail in about a minute, not in six:
+//! with `object_store`'s defaults, an open whose two reads each spent the client's 180 s retry
+//! budget took six minutes to fail. So memwal sets its own defaults, each overridable by the
+//! storage option named:
 //! - `connect_timeout`: 5 s to connect ([`DEFAULT_CONNECT_TIMEOUT`]);
 //! - `timeout`: 30 s for one request, connect to last byte ([`DEFAULT_REQUEST_TIMEOUT`]);
 //! - `client_retry_timeout`: 60 s (not object_store's 180 s) after which the client stops
@@ -92,7 +93,7 @@ const BACKENDS: &[Row] = &[
     Row {
         schemes: &["s3", "s3a"],
         #[cfg(feature = "s3")]
-        backend: Some(&Backend::<AmazonS3Builder> {
+        backend: Some(&CloudBuilder::<AmazonS3Builder> {
             known_options: "region, endpoint, allowHttp, accessKeyId, secretAccessKey, sessionToken, virtualHostedStyleRequest",
             credential_keys: &[
                 S3Key::AccessKeyId,
@@ -111,7 +112,7 @@ const BACKENDS: &[Row] = &[
     Row {
         schemes: &["gs"],
         #[cfg(feature = "gcs")]
-        backend: Some(&Backend::<GoogleCloudStorageBuilder> {
+        backend: Some(&CloudBuilder::<GoogleCloudStorageBuilder> {
             known_options: "serviceAccount (a key file path), serviceAccountKey (the key as JSON), applicationCredentials",
             credential_keys: &[
                 GcsKey::ServiceAccount,
@@ -128,7 +129,7 @@ const BACKENDS: &[Row] = &[
     Row {
         schemes: &["az", "azure", "abfs", "abfss"],
         #[cfg(feature = "azure")]
-        backend: Some(&Backend::<MicrosoftAzureBuilder> {
+        backend: Some(&CloudBuilder::<MicrosoftAzureBuilder> {
             known_options: "accountName, accessKey, sasKey, clientId, clientSecret, tenantId, endpoint",
             credential_keys: &[
                 AzureKey::AccessKey,
@@ -292,9 +293,10 @@ impl<'a> Location<'a> {
     }
 }
 
-/// A backend's builder type and what memwal knows about it: the data of one row.
+/// A backend's builder type and what memwal knows about it: the data of one row. (Not a
+/// [`super::Backend`]: it only builds the `object_store` that `ObjectBackend` then wraps.)
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-struct Backend<B: Builder> {
+struct CloudBuilder<B: Builder> {
     /// Options named in the error for an unknown one (every other `object_store` key of the
     /// backend works too).
     known_options: &'static str,
@@ -316,7 +318,7 @@ trait Open {
 }
 
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-impl<B: Builder> Open for Backend<B> {
+impl<B: Builder> Open for CloudBuilder<B> {
     fn open(&self, location: &Location<'_>) -> Result<Arc<dyn ObjectStore>> {
         let Location {
             scheme, uri, shown, ..
@@ -539,7 +541,7 @@ mod tests {
         assert_eq!(retry.max_retries, RetryConfig::default().max_retries);
     }
 
-    // Issue 16: object_store's 180 s retry budget let one silent read cost three minutes.
+    // With object_store's own 180 s retry budget, one read of a silent store cost three minutes.
     #[test]
     fn time_budgets_default_to_memwals_and_options_override_them() {
         let (location, _) = Location::parse("s3", "s3://bucket", &[]).unwrap();

@@ -11,7 +11,7 @@
 //! - `fail_wal_puts(n)`: the next `n` WAL puts fail with a transient error ("injected transient
 //!   WAL put failure"); `u64::MAX` means every WAL put fails until [`Faults::recover`].
 //! - `set_lost_ack(true)`: a failing WAL put *lands* before its error is returned, the ambiguous
-//!   "request applied, response lost" case of reference §3.2.
+//!   "request applied, response lost" case (`docs/durability.md`, "When a WAL append fails").
 //! - `wal_put_attempts()`: how many WAL puts were attempted, failed or not.
 //! - `wal_heads()`: how many HEADs probed WAL entries (tip discovery's cost).
 //! - `fail_wal_syncs(n)`: the next `n` syncs of a WAL entry (its data or its directory) fail

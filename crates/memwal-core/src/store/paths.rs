@@ -1,5 +1,5 @@
-//! Every object path memwal uses, and nothing else: the `_mem_wal/<shard>/…` layout of
-//! reference §1.2 and its bit-reversed file names.
+//! Every object path memwal uses, and nothing else: the `_mem_wal/<shard>/…` layout and its
+//! bit-reversed file names (`docs/format.md`, "Layout").
 //!
 //! Paths are built here and only here, so that the on-disk layout (which Lance readers depend
 //! on) is written down once. Everything is relative to a store's root prefix; [`ShardPaths`]
@@ -27,8 +27,9 @@ pub const GENERATION_REQUEST_IDS_NAME: &str = "request_ids.json";
 /// The path segment naming a shard's WAL directory.
 const WAL_DIR: &str = "wal";
 
-/// `n` bit-reversed and printed as 64 binary digits, then `.ext` (reference §1.2): spreads
-/// sequential keys across S3 partitions.
+/// `n` bit-reversed and printed as 64 binary digits, then `.ext` (`docs/format.md`, "Object
+/// names"): consecutive numbers differ in their first digits, which spreads sequential keys across
+/// S3 partitions.
 pub fn bitrev64_name(n: u64, ext: &str) -> String {
     format!("{:064b}.{ext}", n.reverse_bits())
 }
@@ -61,7 +62,7 @@ pub(crate) fn is_wal_path(path: &Path) -> bool {
     path.parts().any(|p| p.as_ref() == WAL_DIR)
 }
 
-/// Every object path of one shard (reference §1.2 layout).
+/// Every object path of one shard (`docs/format.md`, "Layout").
 #[derive(Debug, Clone)]
 pub struct ShardPaths {
     shard_id: Uuid,
@@ -145,7 +146,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bitrev64_names_match_the_reference() {
+    fn bitrev64_names_are_the_reversed_bits_in_binary() {
         assert_eq!(0u64.reverse_bits(), 0);
         assert_eq!(1u64.reverse_bits(), 0x8000_0000_0000_0000);
         assert_eq!(5u64.reverse_bits(), 0xa000_0000_0000_0000);

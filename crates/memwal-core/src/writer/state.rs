@@ -85,8 +85,8 @@ pub(crate) struct WalOnlyState {
     pub appended: u64,
     /// Estimated bytes of the queued batches (backpressure counts them).
     pub pending_bytes: u64,
-    /// Size-trigger baseline (reference §6): pending bytes already covered by a queued
-    /// trigger. Reset to 0 whenever an append drains the queue.
+    /// Size-trigger baseline: pending bytes already covered by a queued trigger. Reset to 0
+    /// whenever an append drains the queue.
     pub size_baseline: u64,
 }
 
@@ -360,10 +360,10 @@ mod tests {
     use crate::store::Store;
     use crate::writer::ShardWriter;
 
-    // Reference §8.3 scenario 66 (and §2.6, recommended): a flush request past the store's
-    // committed length is a broken invariant, never a short append. It poisons the writer
-    // with `PersistenceFailure` and appends nothing, so no completion can report rows durable
-    // that no entry holds.
+    // A flush request past the store's committed length is a broken invariant, never a short append
+    // (an append of fewer batches than asked, reported as covering all). It poisons the writer with
+    // `PersistenceFailure` and appends nothing, so no completion can report rows durable that no
+    // entry holds.
     #[tokio::test]
     async fn a_flush_past_the_committed_length_poisons_without_appending() {
         let store = Store::memory();

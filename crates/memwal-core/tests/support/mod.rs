@@ -87,7 +87,8 @@ pub async fn scanned_ids(w: &ShardWriter) -> Vec<i32> {
     ids(&w.scan().await.unwrap())
 }
 
-/// Durable config with no ticker and big limits (reference §8 "durable cfg").
+/// Durable config with no ticker, size limits (64 MiB) that a test's few rows never reach, and
+/// retries 1 ms apart, so that a test decides when MemTables rotate.
 pub fn durable() -> WriterConfig {
     WriterConfig {
         durable_write: true,

@@ -6,7 +6,7 @@
 //! - `503 Service Unavailable` and `500 Internal Error` before the request is applied;
 //! - `500` *after* a PutObject was applied: `object_store` retries 5xx responses, so its retry
 //!   meets the object and gets `412 Precondition Failed` (the ambiguous "request failed but the
-//!   object landed" case of reference §3.2);
+//!   object landed" case of `docs/durability.md`, "When a WAL append fails");
 //! - a TCP reset before the request is applied, or after it was (no response ever comes).
 //!
 //! It also serialises conditional PutObjects (s3s-fs checks then writes, which two racing
