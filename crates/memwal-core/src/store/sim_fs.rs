@@ -21,6 +21,12 @@
 //! - [`SimFs::fail_next_file_syncs`]`(n)`: the next `n` file syncs fail with EIO and write
 //!   nothing, while the machine stays up (a writer that sees it stops; the next one opens on
 //!   the same disk).
+//!
+//! Files written in place ([`Fs::open_file`], the segment log) keep their length; after a
+//! power loss with [`CrashMode::Random`], each 512-byte sector written since the file's last
+//! sync is as it was or as it is, by a coin each: a disk writes back sectors in any order.
+//! [`Fs::allocate`] syncs the new file's data and inode; [`Fs::rename_noreplace`] moves a name,
+//! durable once its folder is synced.
 //! - [`SimFs::recover`]: the state a reboot would find, as a **new** `SimFs` (the old one stays
 //!   dead, so background tasks of the crashed process cannot write into the recovered disk):
 //!   [`CrashMode::DropUnsynced`] keeps exactly what was synced; [`CrashMode::Random`] keeps a
@@ -33,10 +39,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::fs::{FileInfo, Fs, Staged};
+use super::fs::{FileHandle, FileInfo, Fs, Staged};
 use super::splitmix64::SplitMix64;
 
 /// What survives a simulated power loss.
@@ -88,7 +94,8 @@ const ROOT: u64 = 0;
 /// See the module docs.
 #[derive(Debug)]
 pub struct SimFs {
-    state: Mutex<State>,
+    // Shared with the handles of files opened for writes in place, which outlive a borrow.
+    state: Arc<Mutex<State>>,
 }
 
 impl Default for SimFs {
@@ -96,7 +103,7 @@ impl Default for SimFs {
         let mut dirs = HashMap::new();
         dirs.insert(ROOT, Dir::default());
         SimFs {
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 dirs,
                 files: HashMap::new(),
                 next_id: 1,
@@ -104,9 +111,13 @@ impl Default for SimFs {
                 crash_after: None,
                 dead: false,
                 failing_file_syncs: 0,
-            }),
+            })),
         }
     }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn eio(what: &str) -> io::Error {
@@ -290,7 +301,7 @@ impl SimFs {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Persistence points passed so far.
@@ -304,7 +315,8 @@ impl SimFs {
         s.crash_after = Some(s.points + k);
     }
 
-    /// Makes the next `n` [`Fs::sync_file`] calls fail with EIO and write nothing, as an
+    /// Makes the next `n` file syncs ([`Fs::sync_file`], and a handle's `sync_data`) fail with
+    /// EIO and write nothing, as an
     /// `fsync` whose inode writeback failed: the machine stays up, the file stays named, and
     /// its on-disk inode is as it was (after a link, a link count of 0).
     pub fn fail_next_file_syncs(&self, n: u64) {
@@ -341,9 +353,23 @@ impl SimFs {
         let freed = state.recover_files(&mut luck);
         state.mount(&freed);
         SimFs {
-            state: Mutex::new(state),
+            state: Arc::new(Mutex::new(state)),
         }
     }
+}
+
+/// A file written in place (`synced` on disk, `now` in memory, of one length) after a power
+/// loss: each 512-byte sector as it was or as it is, by a coin each.
+fn torn_in_place(synced: &[u8], now: &[u8], rng: &mut SplitMix64) -> Vec<u8> {
+    const SECTOR: usize = 512;
+    let mut out = synced.to_vec();
+    for start in (0..now.len()).step_by(SECTOR) {
+        let end = (start + SECTOR).min(now.len());
+        if out[start..end] != now[start..end] && coin(rng) {
+            out[start..end].copy_from_slice(&now[start..end]);
+        }
+    }
+    out
 }
 
 /// What decides, at a recovery, whether an unsynced change reached the disk.
@@ -402,6 +428,8 @@ impl State {
             let data = match &f.synced {
                 Some(d) if *d == f.data => d.clone(),
                 Some(d) if !random || coin(rng) => d.clone(),
+                // Written in place, not grown: each sector may have reached the disk or not.
+                Some(d) if d.len() == f.data.len() => torn_in_place(d, &f.data, rng),
                 None if !random => Vec::new(),
                 _ => {
                     let cut = (rng.next_u64() % (f.data.len() as u64 + 1)) as usize;
@@ -452,6 +480,60 @@ impl State {
         self.crash_after = None;
         self.dead = false;
         self.failing_file_syncs = 0;
+    }
+}
+
+/// A file of a [`SimFs`] opened for writes in place: it follows the inode, as a file
+/// descriptor does, whatever its names become.
+#[derive(Debug)]
+struct SimFile {
+    state: Arc<Mutex<State>>,
+    id: u64,
+}
+
+impl FileHandle for SimFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut s = lock(&self.state);
+        s.check_alive()?;
+        let f = s
+            .files
+            .get_mut(&self.id)
+            .ok_or_else(|| eio("the file is gone"))?;
+        let end = offset as usize + data.len();
+        if f.data.len() < end {
+            f.data.resize(end, 0);
+        }
+        f.data[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let s = lock(&self.state);
+        s.check_alive()?;
+        let f = s
+            .files
+            .get(&self.id)
+            .ok_or_else(|| eio("the file is gone"))?;
+        let start = (offset as usize).min(f.data.len());
+        let end = start.saturating_add(len).min(f.data.len());
+        Ok(f.data[start..end].to_vec())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut s = lock(&self.state);
+        s.check_alive()?;
+        if s.failing_file_syncs > 0 {
+            s.failing_file_syncs -= 1;
+            return Err(eio("injected file sync failure"));
+        }
+        s.persistence_point()?;
+        let f = s
+            .files
+            .get_mut(&self.id)
+            .ok_or_else(|| eio("the file is gone"))?;
+        // `fdatasync`: the data, not the link count (nothing here changes it).
+        f.synced = Some(f.data.clone());
+        Ok(())
     }
 }
 
@@ -645,6 +727,53 @@ impl Fs for SimFs {
             Some(Node::File(_)) => Err(not_a_directory(path)),
             None => Err(not_found(path)),
         }
+    }
+
+    fn allocate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        let (dir, name) = s.vacant(path)?;
+        let id = s.new_file(&vec![0u8; len as usize]);
+        s.link(dir, name, Node::File(id));
+        // Its data and inode synced, as `fsync` after writing the zeros does.
+        s.persistence_point()?;
+        s.sync_inode(id);
+        Ok(())
+    }
+
+    fn open_file(&self, path: &Path) -> io::Result<Box<dyn FileHandle>> {
+        let s = self.lock();
+        s.check_alive()?;
+        match s.lookup(path)? {
+            Some(Node::File(id)) => Ok(Box::new(SimFile {
+                state: self.state.clone(),
+                id,
+            })),
+            Some(Node::Dir(_)) => Err(is_a_directory(path)),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.check_alive()?;
+        let (from_dir, from_name) = s.parent_of(from)?;
+        let Some(node) = s.dirs[&from_dir].entries.get(&from_name).copied() else {
+            return Err(not_found(from));
+        };
+        let (to_dir, to_name) = s.vacant(to)?;
+        s.dirs
+            .get_mut(&from_dir)
+            .expect("parent")
+            .entries
+            .remove(&from_name);
+        // Moved, not linked again: the link count stays as it is.
+        s.dirs
+            .get_mut(&to_dir)
+            .expect("parent")
+            .entries
+            .insert(to_name, node);
+        Ok(())
     }
 }
 

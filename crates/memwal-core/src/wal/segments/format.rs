@@ -8,24 +8,31 @@
 //! header (64 bytes, then zeros up to HEADER_BYTES):
 //!   magic "MEMWALSG" | version u32 | crc32c u32 | seq u64 | epoch u64 | first_position u64
 //!   | salt u64 | writer id (16 bytes)
-//! record (32 bytes, then the payload, then zeros up to a multiple of 8):
-//!   magic "MWR1" | crc32c u32 | length u32 | reserved u32 | position u64 | epoch u64 | payload
+//! record (40 bytes, then the payload, then zeros up to a multiple of 8):
+//!   magic "MWR1" | crc32c u32 | length u32 | reserved u32 | position u64 | epoch u64
+//!   | durable through u64 | payload
 //! ```
 //!
 //! Integers are little-endian. A header's CRC32C covers its 64 bytes with the CRC field zeroed.
-//! A record's CRC32C covers the segment's `salt`, then its length, position and epoch, then its
-//! payload: a segment is given a new random salt each time it is (re)used, so the bytes a
+//! A record's CRC32C covers the segment's `salt`, then its length, position, epoch and
+//! durable-through position, then its payload: a segment is given a new random salt each time it is (re)used, so the bytes a
 //! recycled segment still holds from its last use never validate, and neither do zeros, a torn
 //! record, or a record copied from another segment. A record's payload is the exact bytes of
 //! the Lance-format WAL entry at its position ([`crate::wal::entry`]), so that converting a shard
 //! between layouts copies payloads.
+//!
+//! A record also says the highest position its writer knew durable when it wrote it (its
+//! last commit). A disk may write back a group's sectors in any order, so after a power loss a
+//! record of a group that was never committed can be intact behind a torn one: that is a torn
+//! tail. Only a record whose durable-through position reaches a torn one proves damage
+//! ([`super::scan`]).
 
 use uuid::Uuid;
 
 /// Bytes reserved for the header at the start of every segment; records start here.
 pub const HEADER_BYTES: u64 = 4096;
 /// Bytes of a record's header, before its payload.
-pub const RECORD_HEADER_BYTES: u64 = 32;
+pub const RECORD_HEADER_BYTES: u64 = 40;
 
 const SEGMENT_MAGIC: &[u8; 8] = b"MEMWALSG";
 const FORMAT_VERSION: u32 = 1;
@@ -99,6 +106,8 @@ pub struct Record<'a> {
     pub position: u64,
     /// The epoch of the writer that wrote it.
     pub epoch: u64,
+    /// The highest position its writer knew durable when it wrote it (0: none).
+    pub durable_through: u64,
     /// The WAL entry's bytes.
     pub payload: &'a [u8],
     /// Where the next record starts.
@@ -110,17 +119,29 @@ pub fn record_len(payload_len: usize) -> u64 {
     (RECORD_HEADER_BYTES + payload_len as u64).next_multiple_of(8)
 }
 
-/// The bytes of a record of `payload` at `position` by a writer of `epoch`, for a segment of
-/// `salt`: its header, the payload, and zeros up to a multiple of 8.
-pub fn encode_record(salt: u64, position: u64, epoch: u64, payload: &[u8]) -> Vec<u8> {
+/// Where a record goes and who writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHead {
+    /// The WAL position it holds.
+    pub position: u64,
+    /// The epoch of its writer.
+    pub epoch: u64,
+    /// The highest position its writer knows durable.
+    pub durable_through: u64,
+}
+
+/// The bytes of a record of `payload` with `head`, for a segment of `salt`: its header, the
+/// payload, and zeros up to a multiple of 8.
+pub fn encode_record(salt: u64, head: RecordHead, payload: &[u8]) -> Vec<u8> {
     let len = u32::try_from(payload.len()).expect("a WAL entry is smaller than 4 GiB");
     let mut out = Vec::with_capacity(record_len(payload.len()) as usize);
     out.extend_from_slice(RECORD_MAGIC);
-    out.extend_from_slice(&record_crc(salt, len, position, epoch, payload).to_le_bytes());
+    out.extend_from_slice(&record_crc(salt, len, &head, payload).to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&position.to_le_bytes());
-    out.extend_from_slice(&epoch.to_le_bytes());
+    out.extend_from_slice(&head.position.to_le_bytes());
+    out.extend_from_slice(&head.epoch.to_le_bytes());
+    out.extend_from_slice(&head.durable_through.to_le_bytes());
     out.extend_from_slice(payload);
     out.resize(record_len(payload.len()) as usize, 0);
     out
@@ -139,13 +160,18 @@ pub fn decode_record(segment: &[u8], salt: u64, offset: u64) -> Option<Record<'_
     let len = u32_at(head, 8);
     let payload_start = start + RECORD_HEADER_BYTES as usize;
     let payload = segment.get(payload_start..payload_start.checked_add(len as usize)?)?;
-    let (position, epoch) = (u64_at(head, 16), u64_at(head, 24));
-    if record_crc(salt, len, position, epoch, payload) != u32_at(head, 4) {
+    let fields = RecordHead {
+        position: u64_at(head, 16),
+        epoch: u64_at(head, 24),
+        durable_through: u64_at(head, 32),
+    };
+    if record_crc(salt, len, &fields, payload) != u32_at(head, 4) {
         return None;
     }
     Some(Record {
-        position,
-        epoch,
+        position: fields.position,
+        epoch: fields.epoch,
+        durable_through: fields.durable_through,
         payload,
         next_offset: offset + record_len(len as usize),
     })
@@ -167,13 +193,14 @@ pub fn next_valid_record(segment: &[u8], salt: u64, offset: u64) -> Option<u64> 
     None
 }
 
-fn record_crc(salt: u64, len: u32, position: u64, epoch: u64, payload: &[u8]) -> u32 {
-    let mut head = [0u8; 28];
-    head[0..8].copy_from_slice(&salt.to_le_bytes());
-    head[8..12].copy_from_slice(&len.to_le_bytes());
-    head[12..20].copy_from_slice(&position.to_le_bytes());
-    head[20..28].copy_from_slice(&epoch.to_le_bytes());
-    crc32c::crc32c_append(crc32c::crc32c(&head), payload)
+fn record_crc(salt: u64, len: u32, head: &RecordHead, payload: &[u8]) -> u32 {
+    let mut b = [0u8; 36];
+    b[0..8].copy_from_slice(&salt.to_le_bytes());
+    b[8..12].copy_from_slice(&len.to_le_bytes());
+    b[12..20].copy_from_slice(&head.position.to_le_bytes());
+    b[20..28].copy_from_slice(&head.epoch.to_le_bytes());
+    b[28..36].copy_from_slice(&head.durable_through.to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&b), payload)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -202,7 +229,15 @@ mod tests {
     fn segment(salt: u64, records: &[(u64, u64, &[u8])], len: usize) -> Vec<u8> {
         let mut s = vec![0u8; HEADER_BYTES as usize];
         for (position, epoch, payload) in records {
-            s.extend(encode_record(salt, *position, *epoch, payload));
+            s.extend(encode_record(
+                salt,
+                RecordHead {
+                    position: *position,
+                    epoch: *epoch,
+                    durable_through: 0,
+                },
+                payload,
+            ));
         }
         s.resize(len.max(s.len()), 0);
         s
@@ -251,7 +286,15 @@ mod tests {
     #[test]
     fn a_record_cut_or_flipped_anywhere_or_of_another_salt_never_validates() {
         let salt = 5;
-        let one = encode_record(salt, 9, 4, b"payload bytes");
+        let one = encode_record(
+            salt,
+            RecordHead {
+                position: 9,
+                epoch: 4,
+                durable_through: 0,
+            },
+            b"payload bytes",
+        );
         let at = HEADER_BYTES;
         let whole = segment(salt, &[(9, 4, b"payload bytes")], 0);
         assert!(decode_record(&whole, salt, at).is_some());

@@ -9,14 +9,29 @@
 //!   and of the segment's epoch. An invalid record there is damage, reported with the
 //!   segment's sequence number and offset.
 //! - In the last segment the range is open: the first invalid record ends the log (a write
-//!   torn by a crash) unless a valid record of the segment follows it anywhere, which only
-//!   damage can leave.
+//!   torn by a crash) unless a valid record after it says the invalid one was durable (its
+//!   durable-through position reaches it), which only damage can leave. A valid record that
+//!   says less is one of a group that was never committed, written back out of order.
 //! - Sequence numbers, first positions and epochs never go down from one segment to the next:
 //!   a claimant's segment starts where its replay ended, after every segment it read.
 //!
 //! Pure: the caller reads the segments (or maps them) and hands their bytes in.
 
 use super::format::{HEADER_BYTES, SegmentHeader, decode_record, next_valid_record};
+
+/// The first valid record of `salt` after `offset` in `bytes` whose durable-through position
+/// reaches `position`: proof that the record of `position` was durable.
+fn proof_of_durability(bytes: &[u8], salt: u64, offset: u64, position: u64) -> Option<u64> {
+    let mut at = offset;
+    while let Some(found) = next_valid_record(bytes, salt, at) {
+        let r = decode_record(bytes, salt, found).expect("found valid");
+        if r.durable_through >= position {
+            return Some(found);
+        }
+        at = found + 8;
+    }
+    None
+}
 
 /// One segment as the scan reads it: its header and all its bytes.
 #[derive(Debug, Clone, Copy)]
@@ -135,11 +150,11 @@ fn read_segment(
                     ),
                 ));
             }
-            if let Some(at) = next_valid_record(segment.bytes, h.salt, offset) {
+            if let Some(at) = proof_of_durability(segment.bytes, h.salt, offset, expected) {
                 return Err(damage(
                     offset,
                     format!(
-                        "the record of position {expected} is damaged, but a valid record follows at offset {at}"
+                        "the record of position {expected} is damaged, but a valid record at offset {at} says it was durable"
                     ),
                 ));
             }
@@ -170,13 +185,24 @@ fn read_segment(
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::encode_record;
+    use super::super::format::{RecordHead, encode_record};
     use super::*;
     use uuid::Uuid;
 
     /// A segment: its header and bytes holding `records` (position, epoch, payload), in a file
     /// of 8 KiB.
     fn seg(seq: u64, epoch: u64, first: u64, records: &[(u64, u64)]) -> (SegmentHeader, Vec<u8>) {
+        seg_durable(seq, epoch, first, records, 0)
+    }
+
+    /// [`seg`] with every record saying `durable_through`.
+    fn seg_durable(
+        seq: u64,
+        epoch: u64,
+        first: u64,
+        records: &[(u64, u64)],
+        durable_through: u64,
+    ) -> (SegmentHeader, Vec<u8>) {
         let header = SegmentHeader {
             seq,
             epoch,
@@ -187,7 +213,15 @@ mod tests {
         let mut bytes = header.encode().to_vec();
         bytes.resize(HEADER_BYTES as usize, 0);
         for (position, e) in records {
-            bytes.extend(encode_record(header.salt, *position, *e, b"entry"));
+            bytes.extend(encode_record(
+                header.salt,
+                RecordHead {
+                    position: *position,
+                    epoch: *e,
+                    durable_through,
+                },
+                b"entry",
+            ));
         }
         bytes.resize(8192, 0);
         (header, bytes)
@@ -243,18 +277,23 @@ mod tests {
 
     #[test]
     fn a_torn_tail_ends_the_log_and_damage_before_a_valid_record_is_reported() {
-        let (h, mut bytes) = seg(1, 1, 1, &[(1, 1), (2, 1), (3, 1)]);
+        // A record written back before one it follows, in a group never committed: torn.
+        let (h, mut unsynced) = seg(1, 1, 1, &[(1, 1), (2, 1), (3, 1)]);
         let second = super::super::format::record_len(5) + HEADER_BYTES;
+        unsynced[second as usize + 41] ^= 0xff;
+        assert_eq!(run(&[(h, unsynced)], 1).unwrap().end, 2);
+        // The same, where the record after says position 2 was durable: damage.
+        let (h, mut bytes) = seg_durable(1, 1, 1, &[(1, 1), (2, 1), (3, 1)], 2);
         let third = second + super::super::format::record_len(5);
         // Torn: the last record cut.
         let mut torn = bytes.clone();
         torn[third as usize + 34..].fill(0);
         assert_eq!(run(&[(h, torn)], 1).unwrap().end, 3);
         // Damaged: the second record's payload flipped, the third intact after it.
-        bytes[second as usize + 33] ^= 0xff;
+        bytes[second as usize + 41] ^= 0xff;
         let e = run(&[(h, bytes)], 1).unwrap_err();
         assert_eq!((e.seq, e.offset), (1, second));
-        assert!(e.why.contains("a valid record follows"), "{}", e.why);
+        assert!(e.why.contains("says it was durable"), "{}", e.why);
     }
 
     #[test]
