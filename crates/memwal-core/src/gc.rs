@@ -245,27 +245,9 @@ impl Collection<'_> {
             .manifest
             .version
             .saturating_sub(self.options.keep_manifest_versions - 1);
-        let listing = self
-            .store
-            .list(&self.paths.manifest_dir())
-            .await
-            .map_err(|e| {
-                Error::io(
-                    format!(
-                        "listing the manifest versions of shard {}",
-                        self.paths.shard_id()
-                    ),
-                    e,
-                )
-            })?;
-        let mut versions: Vec<(u64, u64)> = listing
-            .iter()
-            .filter_map(|m| {
-                let v = m.location.filename().and_then(parse_bitrev64_name)?;
-                (v < oldest_kept).then_some((v, m.size))
-            })
-            .collect();
-        versions.sort_unstable();
+        let manifests = ManifestStore::new(self.store.clone(), self.paths.clone());
+        let versions = manifests.listed().await?;
+        let versions = versions.into_iter().filter(|(v, _)| *v < oldest_kept);
         for (v, size) in versions {
             self.remove(self.paths.manifest(v)).await?;
             report.manifest_versions_removed += 1;

@@ -132,25 +132,35 @@ async fn a_real_eio_enospc_or_edquot_from_fdatasync_rejects_the_put_without_retr
     }
 }
 
-// A fence sentinel whose directory sync failed is readable; reading it back must not accept it (it
-// may not be durable), so the open fails with a typed IO error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accepted() {
-    let backend = Backend::local();
-    let shard = Uuid::new_v4();
+/// A shard whose writer put row 0 durably and stopped, and a second handle on it (another
+/// process's) whose WAL syncs pass `skip` and then fail once: the open of a new writer through
+/// it, and that handle.
+async fn open_after_failing_a_wal_sync(
+    backend: &Backend,
+    shard: Uuid,
+    skip: u64,
+) -> (memwal_core::Error, memwal_core::Store) {
     let first = open(&backend.store, shard, durable()).await;
     first.put(vec![batch([0])]).await.unwrap();
     first.abort().await.unwrap();
     let store = backend.second_handle();
-    // The sentinel's data sync (when it is staged) passes, and so do the syncs that make the
-    // replayed entry durable (its file, then the directory); the sentinel's directory sync
-    // fails.
-    store.faults().fail_wal_syncs_after(3, 1);
+    store.faults().fail_wal_syncs_after(skip, 1);
     let e = memwal_core::ShardWriter::open(store.clone(), schema(), on(shard, durable()))
         .await
         .map(|_| ())
         .unwrap_err();
     assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
+    (e, store)
+}
+
+// A fence sentinel whose directory sync failed is readable; reading it back must not accept it (it
+// may not be durable), so the open fails with a typed IO error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_sentinel_whose_directory_sync_failed_is_not_read_back_and_accepted() {
+    // The sentinel's data sync (when it is staged) passes, and so do the syncs that make the
+    // replayed entry durable (its file, then the directory); the sentinel's directory sync
+    // fails.
+    let (e, _) = open_after_failing_a_wal_sync(&Backend::local(), Uuid::new_v4(), 3).await;
     assert!(e.to_string().contains("sentinel"), "{e}");
 }
 
@@ -193,19 +203,9 @@ async fn a_manifest_version_whose_directory_sync_failed_is_not_read_back_and_acc
 // whose syncs pass replays every acknowledged row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_sync_of_a_replayed_entry_fails_the_open() {
-    let backend = Backend::local();
-    let shard = Uuid::new_v4();
-    let first = open(&backend.store, shard, durable()).await;
-    first.put(vec![batch([0])]).await.unwrap();
-    first.abort().await.unwrap();
-    let store = backend.second_handle();
+    let (backend, shard) = (Backend::local(), Uuid::new_v4());
     // The staged sentinel's data sync passes; the replayed entry's file sync fails.
-    store.faults().fail_wal_syncs_after(1, 1);
-    let e = memwal_core::ShardWriter::open(store.clone(), schema(), on(shard, durable()))
-        .await
-        .map(|_| ())
-        .unwrap_err();
-    assert_eq!(e.code(), memwal_core::ErrorCode::Io, "{e}");
+    let (e, store) = open_after_failing_a_wal_sync(&backend, shard, 1).await;
     assert!(
         e.to_string().contains("durable before replaying them"),
         "{e}"

@@ -85,6 +85,11 @@ impl ManifestStore {
 
     /// The versions in a listing of the manifest directory, ascending.
     pub(crate) async fn listed_versions(&self) -> Result<Vec<u64>> {
+        Ok(self.listed().await?.into_iter().map(|(v, _)| v).collect())
+    }
+
+    /// The versions in a listing of the manifest directory, with their sizes, ascending.
+    pub(crate) async fn listed(&self) -> Result<Vec<(u64, u64)>> {
         let listing = self
             .store
             .list(&self.paths.manifest_dir())
@@ -95,9 +100,9 @@ impl ManifestStore {
                     e,
                 )
             })?;
-        let mut versions: Vec<u64> = listing
+        let mut versions: Vec<(u64, u64)> = listing
             .iter()
-            .filter_map(|m| m.location.filename().and_then(parse_bitrev64_name))
+            .filter_map(|m| Some((m.location.filename().and_then(parse_bitrev64_name)?, m.size)))
             .collect();
         versions.sort_unstable();
         Ok(versions)
