@@ -26,6 +26,38 @@ pub mod segments;
 pub use appender::{AppendedEntry, StagedSentinel, WalAppender};
 pub use entry::WalEntry;
 
+use arrow_array::RecordBatch;
+
+use crate::request_id::PutRecord;
+
+/// One writer's side of a shard's WAL: entries appended at consecutive positions, durable, and
+/// safe from a successor's claim, once [`WalWriter::commit`] returns `Ok`. The WAL flush
+/// handler (`crate::flush::wal_handler`) appends each round's entries, commits once, then
+/// acknowledges the round.
+///
+/// Two layouts: the object layout ([`WalAppender`]: one object per entry, created if absent,
+/// durable and fenced as it is created, so its commit has nothing left to do), and the segment
+/// log for local disks ([`segments`]: appends into a preallocated file, one `fdatasync` and a
+/// re-check of the fence per commit; see `docs/wal-segments.md`).
+#[async_trait::async_trait]
+pub(crate) trait WalWriter: Send + std::fmt::Debug {
+    /// The position the next append takes.
+    fn next_position(&self) -> WalPosition;
+    /// Appends `batches` as one entry at the next position, recording `requests` (the
+    /// request-id records of the puts whose rows they are) in its metadata.
+    async fn append_with(
+        &mut self,
+        batches: &[RecordBatch],
+        requests: &[PutRecord],
+    ) -> Result<AppendedEntry>;
+    /// Makes every entry appended since the last commit durable and checks that no successor
+    /// fenced them.
+    ///
+    /// # Errors
+    /// The typed failure that fences the writer (`PeerClaimedEpoch`, `PersistenceFailure`).
+    async fn commit(&mut self) -> Result<()>;
+}
+
 use std::fmt;
 
 use crate::error::{Error, Result};

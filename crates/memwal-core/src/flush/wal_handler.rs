@@ -44,7 +44,7 @@ use crate::flush::{Feedback, PutCompletion, Report};
 use crate::memtable::{MemTable, WalProgress};
 use crate::request_id::PutRecord;
 use crate::stats::{Operation, WalEntryCost};
-use crate::wal::{WalAppender, WalPosition};
+use crate::wal::{WalPosition, WalWriter};
 
 /// A request to make a prefix of one MemTable's store durable.
 #[derive(Debug)]
@@ -172,7 +172,7 @@ const MAX_DRAIN: usize = 4096;
 
 /// See the module docs.
 pub(crate) struct WalFlushHandler {
-    appender: WalAppender,
+    appender: Box<dyn WalWriter>,
     feedback: Arc<Feedback>,
     flush_interval: Option<Duration>,
     rx: mpsc::UnboundedReceiver<WalMsg>,
@@ -187,7 +187,7 @@ impl WalFlushHandler {
     /// A handler appending through `appender`. In MemTable mode `active` is the MemTable that
     /// takes puts, with its progress after replay; in WAL-only mode it is `None`.
     pub fn new(
-        appender: WalAppender,
+        appender: Box<dyn WalWriter>,
         feedback: Arc<Feedback>,
         flush_interval: Option<Duration>,
         active: Option<(Arc<MemTable>, WalProgress)>,
@@ -245,7 +245,10 @@ impl WalFlushHandler {
         self.round.clear();
         let outcome = match self.feedback.check() {
             Err(e) => Err(e),
-            Ok(()) => self.append_all(plan.wants, plan.wal_only_end).await,
+            Ok(()) => match self.append_all(plan.wants, plan.wal_only_end).await {
+                Ok(()) => self.commit().await,
+                Err(e) => Err(e),
+            },
         };
         self.complete(plan.waiters, &outcome);
         // Frozen MemTables whose whole store is in the WAL owe nothing more.
@@ -480,6 +483,15 @@ impl WalFlushHandler {
             self.append_wal_only().await?;
         }
         Ok(())
+    }
+
+    /// Makes the round's entries durable ([`WalWriter::commit`]); a failure poisons the
+    /// writer.
+    async fn commit(&mut self) -> Result<()> {
+        match self.appender.commit().await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.feedback.poison(e)),
+        }
     }
 
     async fn append(

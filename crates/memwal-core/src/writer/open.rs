@@ -584,7 +584,7 @@ fn spawn_tasks(
 ) -> BackgroundTasks {
     let (config, feedback) = (&inner.config, &inner.feedback);
     let handler = WalFlushHandler::new(
-        appender,
+        Box::new(appender),
         feedback.clone(),
         config.max_wal_flush_interval_ms.map(Duration::from_millis),
         active,
