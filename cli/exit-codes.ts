@@ -3,7 +3,7 @@
 // "CLI" section list the same codes: keep the three in sync.
 
 import { MemWalError } from '../index.js'
-import { redactLocation } from '../lib/errors.js'
+import { redactLocation } from '../lib/redact.js'
 
 /**
  * Exit codes of every `memwal` command. A `MemWalError` maps by its stable `code` (see
