@@ -413,7 +413,7 @@ export interface OperationStats {
 
 /**
  * `text` with the credentials a URI in it may carry masked (`memwal_core::redact`): what
- * `lib/errors.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
+ * `lib/redact.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
  * exactly the same things.
  */
 export declare function redactSecrets(text: string): string

@@ -7,11 +7,14 @@
  * Parquet generation files; a new writer of the same shard fences the old one, whose calls
  * then reject with a {@link FencedError}.
  *
- * This file is the public API: a curated list of exports from `lib/`. The semantics live in
- * the Rust core; the TypeScript layer over its binding checks arguments and options, encodes
- * Arrow data at the edge (column buffers, or IPC), settles the durable puts the binding
- * acknowledges in batches, and turns native errors into typed {@link MemWalError}s. Files:
- * `errors.ts`, `store.ts` (object stores, storage options), `encoding.ts` (put inputs; with
+ * This file is the public API: all of `lib/errors.ts`, whose every export is public, and a
+ * curated list of exports from the rest of `lib/`. The semantics live in the Rust core; the
+ * TypeScript layer over its binding checks arguments and options, encodes Arrow data at the
+ * edge (column buffers, or IPC), settles the durable puts the binding acknowledges in batches,
+ * and turns native errors into typed {@link MemWalError}s. Files: `errors.ts` (the typed
+ * errors), `native-call.ts` (native calls, and their errors made typed), `arguments.ts`
+ * (describing and checking arguments), `redact.ts` (credentials masked in messages),
+ * `store.ts` (object stores, storage options), `encoding.ts` (put inputs; with
  * `arrow-schema.ts` and `arrow-columns.ts`, which read any apache-arrow copy's Schema and
  * batches by their structure), `options.ts`,
  * `types.ts` (results and statistics, declared once in the binding), `metrics.ts` (statistics
@@ -22,20 +25,7 @@
  * @packageDocumentation
  */
 
-export {
-  AbortError,
-  ClosedError,
-  CorruptError,
-  FencedError,
-  type FenceReason,
-  InvalidArgumentError,
-  IoError,
-  MemWalError,
-  type MemWalErrorCode,
-  SchemaMismatchError,
-  TimeoutError,
-  TruncatedError,
-} from './lib/errors.js'
+export * from './lib/errors.js'
 export {
   type Location,
   ObjectStore,

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import test from 'ava'
 
 import { memwalCli as memwal, runProcess, type Run } from './support/child-process'
-import { ShardReader, ShardWriter } from '../index'
+import { MemWalError, type MemWalErrorCode, ShardReader, ShardWriter } from '../index'
+import { Exit, exitCodeOf } from '../cli/exit-codes'
 import { rows, schema, tempDir } from './support/helpers'
 
 const root = join(__dirname, '..')
@@ -299,4 +300,10 @@ test('scan output piped into a closed reader ends quietly', async (t) => {
   t.is(r.code, 0)
   t.is(r.stdout, 'id,writer,value,payload\r\n')
   t.is(r.stderr, '')
+})
+
+test('a memwal error exits by its code, and a code exitCodeOf does not list exits 1', (t) => {
+  t.is(exitCodeOf(new MemWalError('IO', 'the store failed')), Exit.IO)
+  t.is(exitCodeOf(new MemWalError('TRUNCATED', 'gone')), Exit.USAGE)
+  t.is(exitCodeOf(new MemWalError('NOT_YET_A_CODE' as MemWalErrorCode, 'a code added later')), Exit.UNEXPECTED)
 })

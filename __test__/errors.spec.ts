@@ -17,6 +17,11 @@ import {
   WalTailer,
   ObjectStore,
 } from '../index'
+import * as memwal from '../index'
+import * as argumentChecks from '../lib/arguments'
+import * as errors from '../lib/errors'
+import * as nativeCall from '../lib/native-call'
+import * as redact from '../lib/redact'
 import { ids, memoryLocation, rows, schema, tableOf, tempDir } from './support/helpers'
 
 test('an empty batch list is INVALID_ARGUMENT and leaves the shard intact', async (t) => {
@@ -166,4 +171,24 @@ test('failWalPuts rejects a bad count', (t) => {
   s.faults.failWalPuts(Number.POSITIVE_INFINITY)
   s.faults.recover()
   t.is(s.faults.walPutAttempts(), 0)
+})
+
+// index.ts re-exports lib/errors.ts whole (`export *`), so every name that module exports is
+// public: it may export error classes only (its code → class table is its default export, which
+// `export *` leaves out), and no name of the internal modules may reach index.ts.
+test('index.ts exports the error classes of lib/errors.ts and no internal helper', (t) => {
+  const exported = memwal as Record<string, unknown>
+  const names = Object.keys(errors).filter((name) => name !== 'default')
+  t.true(names.length > 0)
+  for (const name of names) {
+    const value = (errors as Record<string, unknown>)[name]
+    t.true(typeof value === 'function' && value.prototype instanceof Error, `${name} is an error class`)
+    t.is(exported[name], value, `index.ts exports ${name}`)
+  }
+  t.false('default' in exported)
+  for (const internal of [argumentChecks, nativeCall, redact]) {
+    const helpers = Object.keys(internal).filter((name) => name !== 'default')
+    t.true(helpers.length > 0)
+    for (const name of helpers) t.false(name in exported, `${name} stays internal`)
+  }
 })

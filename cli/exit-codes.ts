@@ -3,7 +3,7 @@
 // "CLI" section list the same codes: keep the three in sync.
 
 import { MemWalError } from '../index.js'
-import { redactLocation } from '../lib/errors.js'
+import { redactLocation } from '../lib/redact.js'
 
 /**
  * Exit codes of every `memwal` command. A `MemWalError` maps by its stable `code` (see
@@ -56,7 +56,11 @@ export class CliError extends Error {
   }
 }
 
-/** The exit code for a memwal error, by its stable code. */
+/**
+ * The exit code for a memwal error, by its stable code. A code not listed here exits 1, as any
+ * error the CLI did not expect: an error code needs a case only if `memwal`'s users should tell
+ * it apart by its exit code (then it goes in `EXIT_CODES_HELP` and the README's CLI section too).
+ */
 export function exitCodeOf(e: MemWalError): number {
   switch (e.code) {
     case 'INVALID_ARGUMENT':
@@ -74,5 +78,7 @@ export function exitCodeOf(e: MemWalError): number {
     case 'FENCED':
     case 'CLOSED':
       return Exit.FENCED
+    default:
+      return Exit.UNEXPECTED
   }
 }

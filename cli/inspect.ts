@@ -11,7 +11,7 @@ import {
   type ShardInfo,
   type ShardManifest,
 } from '../index.js'
-import { redactLocation } from '../lib/errors.js'
+import { redactLocation } from '../lib/redact.js'
 import { noShards, openStore, resolveShard, shardLabel } from './location.js'
 import { formatBytes, formatCount, out, textTable } from './output.js'
 import { PROGRESS_OPTION, type Progress, progressShown, startProgress } from './progress.js'

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { Command, CommanderError } from 'commander'
 
 import { MemWalError } from '../index.js'
-import { redactLocation } from '../lib/errors.js'
+import { redactLocation } from '../lib/redact.js'
 import { CliError, EXIT_CODES_HELP, Exit, exitCodeOf } from './exit-codes.js'
 import { demoCommand } from './demo.js'
 import { filesCommand } from './files.js'

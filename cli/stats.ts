@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 
 import { ShardReader, WalTailer, type ObjectStore, type ShardInfo } from '../index.js'
-import { redactLocation } from '../lib/errors.js'
+import { redactLocation } from '../lib/redact.js'
 import { localPath, openStore, resolveShard, shardLabel, shardsAt } from './location.js'
 import { formatBytes, formatCount, out } from './output.js'
 import { PROGRESS_OPTION, progressShown, startProgress } from './progress.js'

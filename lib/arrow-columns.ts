@@ -22,8 +22,9 @@
 // they are. The words and the packed bytes are written into arrays reused from put to put,
 // which the binding copies before the put call returns.
 
+import { describeValue } from './arguments.js'
 import { type SchemaPlan, TYPE, type TypePlan } from './arrow-schema.js'
-import { InvalidArgumentError, describeValue } from './errors.js'
+import { InvalidArgumentError } from './errors.js'
 
 /**
  * A put's batches as column buffers (see the module comment): the schema's JSON description;

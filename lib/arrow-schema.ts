@@ -10,7 +10,8 @@
 // left out: apache-arrow gives every Dictionary type it creates a new id, and arrow-rs types
 // carry none, so two Tables built alike describe the same.
 
-import { InvalidArgumentError, describeValue } from './errors.js'
+import { describeValue } from './arguments.js'
+import { InvalidArgumentError } from './errors.js'
 
 /**
  * The parts of an apache-arrow `DataType` that memwal reads. Any copy of apache-arrow (version

@@ -4,7 +4,8 @@
 // `abort()`), and the object store's own budgets bound it. So the call's promise rejects at
 // once, and whatever the work yields later is handed to `late` to be released.
 
-import { AbortError, InvalidArgumentError, TimeoutError, describeValue } from './errors.js'
+import { describeValue } from './arguments.js'
+import { AbortError, InvalidArgumentError, TimeoutError } from './errors.js'
 
 /** When a call stops waiting: aborted through `signal`, or after `timeoutMs`. */
 export interface Deadline {

@@ -5,7 +5,7 @@
 // cost more than the insert itself. Which rows an id covers, and when an append counts, is the
 // core's durability contract (`flush.rs`); this file only routes the outcome to the waiter.
 
-import { translate } from './errors.js'
+import { translate } from './native-call.js'
 import type { WalEntryCost } from './types.js'
 
 /** A put waiting for its WAL append: its promise's settle functions. */

@@ -6,9 +6,10 @@
 // the binding converts it against the shard's schema). Each input is one `kind` of data object
 // for the binding (`put_data.rs`); another input is one more kind.
 
+import { describeValue } from './arguments.js'
 import { type ColumnData, columnsOf } from './arrow-columns.js'
 import { type ArrowSchema, schemaPlan } from './arrow-schema.js'
-import { InvalidArgumentError, MemWalError, SchemaMismatchError, describeValue } from './errors.js'
+import { InvalidArgumentError, MemWalError, SchemaMismatchError } from './errors.js'
 
 /**
  * The parts of an apache-arrow `RecordBatch` that memwal reads. A RecordBatch of any copy of

@@ -1,15 +1,14 @@
-// The errors memwal throws, and the one place native errors become them.
+// The errors memwal throws: the public error surface, which `index.ts` re-exports whole
+// (`export *`), so a name exported here is public. Internals live elsewhere: native errors
+// become these in `native-call.ts`, argument checks and descriptions are in `arguments.ts`, and
+// the masking of credentials in messages is in `redact.ts`.
 //
-// The binding (`crates/memwal-node/src/error.rs`) tags each message with its code and fence
-// reason, `[memwal:FENCED:PeerClaimedEpoch] …`. `translate` reads the tag, strips it, and builds
-// the matching MemWalError subclass with the native error as `cause`. Every native call goes
-// through `call` or `callSync`, so no other file catches a native error. A fence that names the
-// shard's holder carries it in the tag as JSON (`…:PeerClaimedEpoch:holder={…}] `), whose `]`s
-// the binding escapes, so the tag ends at its first `]`. A `TRUNCATED` error carries the first
-// available WAL position (`[memwal:TRUNCATED:first=6] `).
+// Adding an error code touches this file alone on the TypeScript side: the code in
+// `MemWalErrorCode`, its `MemWalError` subclass, and its row in `errorOfCode` (`tsc` fails
+// until the code has one).
 
-import { redactSecrets } from '../native.js'
-import { type ShardHolder, parseHolder } from './holder.js'
+import type { ShardHolder } from './holder.js'
+import { redactLocation } from './redact.js'
 
 /** Stable error codes. Branch on these, not on messages. */
 export type MemWalErrorCode =
@@ -164,168 +163,34 @@ export class AbortError extends Error {
   }
 }
 
-/** The tag the binding's `error.rs` puts ahead of a message: code, then fence reason. */
-const TAG = /^\[memwal:([A-Z_]+)(?::([A-Za-z]+))?(?::holder=(\{[^\]]*\}))?(?::first=(\d+))?\] /
-
-/** Node-API statuses that mean "an argument had the wrong type". */
-const ARGUMENT_STATUSES = new Set([
-  'InvalidArg',
-  'ObjectExpected',
-  'StringExpected',
-  'NameExpected',
-  'FunctionExpected',
-  'NumberExpected',
-  'BooleanExpected',
-  'ArrayExpected',
-  'BigintExpected',
-  'DateExpected',
-  'ArrayBufferExpected',
-  'DetachableArraybufferExpected',
-])
-
-function errorOf(
-  code: MemWalErrorCode,
-  message: string,
-  fenceReason: string | undefined,
-  holder: string | undefined,
-  first: string | undefined,
-  cause: unknown,
-): MemWalError {
-  const options = { cause }
-  switch (code) {
-    case 'FENCED':
-      return new FencedError(fenceReason === 'PersistenceFailure' ? 'PersistenceFailure' : 'PeerClaimedEpoch', message, {
-        cause,
-        holder: holder === undefined ? undefined : parseHolder(holder),
-      })
-    case 'INVALID_ARGUMENT':
-      return new InvalidArgumentError(message, options)
-    case 'SCHEMA_MISMATCH':
-      return new SchemaMismatchError(message, options)
-    case 'CLOSED':
-      return new ClosedError(message, options)
-    case 'CORRUPT':
-      return new CorruptError(message, options)
-    case 'IO':
-      return new IoError(message, options)
-    case 'TIMEOUT':
-      return new TimeoutError(message, options)
-    case 'TRUNCATED':
-      return new TruncatedError(message, Number(first), options)
-  }
+/**
+ * What the binding's tag carries besides the code and the message, read by `native-call.ts`:
+ * the fence reason, the shard's holder a fence names, and a `TRUNCATED` error's first available
+ * WAL position.
+ */
+interface TagDetails {
+  readonly fenceReason: FenceReason
+  readonly holder: ShardHolder | undefined
+  readonly firstAvailable: number
 }
 
 /**
- * `message` with the core's option name in an "invalid config:" message spelt as JavaScript
- * spells it (`max_memtable_size` → `maxMemtableSize`): the caller passed the camelCase name and
- * must be able to find it in the message.
+ * The class of each code: how `native-call.ts` builds it from a tagged native error, with the
+ * native error as `cause`. Its type lists every `MemWalErrorCode`, so `tsc` fails until a new
+ * code has its row. It is this module's default export, which `index.ts`'s `export *` does not
+ * re-export (no `export *` re-exports a default), so it stays internal.
  */
-function jsOptionNames(message: string): string {
-  return message.replace(/^invalid config: ([a-z0-9]+(?:_[a-z0-9]+)+)/, (_, name: string) =>
-    `invalid config: ${name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())}`,
-  )
+const errorOfCode: {
+  readonly [C in MemWalErrorCode]: (message: string, tag: TagDetails, cause: unknown) => MemWalError
+} = {
+  FENCED: (message, { fenceReason, holder }, cause) => new FencedError(fenceReason, message, { cause, holder }),
+  INVALID_ARGUMENT: (message, _, cause) => new InvalidArgumentError(message, { cause }),
+  SCHEMA_MISMATCH: (message, _, cause) => new SchemaMismatchError(message, { cause }),
+  CLOSED: (message, _, cause) => new ClosedError(message, { cause }),
+  CORRUPT: (message, _, cause) => new CorruptError(message, { cause }),
+  IO: (message, _, cause) => new IoError(message, { cause }),
+  TIMEOUT: (message, _, cause) => new TimeoutError(message, { cause }),
+  TRUNCATED: (message, { firstAvailable }, cause) => new TruncatedError(message, firstAvailable, { cause }),
 }
 
-/** The one place native errors become typed errors. */
-export function translate(e: unknown): unknown {
-  if (e instanceof MemWalError || !(e instanceof Error)) {
-    return e
-  }
-  // The native error stays as `cause`; its own message (and stack) must not keep a secret.
-  const message = redactLocation(e.message)
-  if (message !== e.message) {
-    e.message = message
-    if (typeof e.stack === 'string') e.stack = redactLocation(e.stack)
-  }
-  const m = TAG.exec(message)
-  if (m !== null) {
-    return errorOf(m[1] as MemWalErrorCode, jsOptionNames(message.slice(m[0].length)), m[2], m[3], m[4], e)
-  }
-  const status = (e as { code?: unknown }).code
-  if (typeof status === 'string' && ARGUMENT_STATUSES.has(status)) {
-    return new InvalidArgumentError(message, { cause: e })
-  }
-  return new IoError(message, { cause: e })
-}
-
-/** Awaits a native call, rejecting with its error translated. */
-export async function call<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f()
-  } catch (e) {
-    throw translate(e)
-  }
-}
-
-/** Makes a synchronous native call, throwing its error translated. */
-export function callSync<T>(f: () => T): T {
-  try {
-    return f()
-  } catch (e) {
-    throw translate(e)
-  }
-}
-
-/** How many characters of a caller's value (an id, a path, a string) a message echoes. */
-const ECHO_LIMIT = 100
-
-/**
- * `s` cut to {@link ECHO_LIMIT} characters, with its length, so that a message never echoes a
- * huge argument in full.
- */
-export function truncate(s: string): string {
-  return s.length <= ECHO_LIMIT ? s : `${s.slice(0, ECHO_LIMIT)}… (${s.length} chars)`
-}
-
-/**
- * A value as error messages name it: its type and a short rendering (`undefined`, `null`,
- * `an array of 3`, `an object (Map)`, `number NaN`, `string "abc"`), truncated to ~100
- * characters.
- */
-export function describeValue(v: unknown): string {
-  if (v === undefined) return 'undefined'
-  if (v === null) return 'null'
-  if (Array.isArray(v)) return `an array of ${v.length}`
-  if (typeof v === 'string') return `string ${truncate(JSON.stringify(v))}`
-  if (typeof v === 'function') return `a function${v.name === '' ? '' : ` (${truncate(v.name)})`}`
-  if (typeof v === 'symbol') return `symbol ${truncate(String(v))}`
-  if (typeof v === 'bigint') return `bigint ${truncate(String(v))}n`
-  if (typeof v === 'object') {
-    const name = (v as object).constructor?.name
-    return `an object (${typeof name === 'string' && name !== '' ? truncate(name) : 'Object'})`
-  }
-  return `${typeof v} ${truncate(String(v))}`
-}
-
-/**
- * `text` with the secrets a location can carry replaced by `***`: the userinfo of a URI
- * (`s3://KEY:SECRET@bucket` → `s3://***@bucket`) and the values of query parameters that hold
- * credentials (`?secret=`, `sig=`, `token=`, `key=`, `signature=`, `password=`, …). Every error
- * that leaves memwal passes through it, and so does every location the CLI prints, so a
- * location echoed by any layer (core, binding, CLI) never leaks a credential.
- *
- * It is the core's masking (`crates/memwal-core/src/redact.rs`), which the log sinks use too,
- * so errors, the CLI and logs cannot disagree on what is a secret. Called directly rather than
- * through `callSync`: `translate` itself needs it, and it cannot fail for a string.
- */
-export function redactLocation(text: string): string {
-  return redactSecrets(text)
-}
-
-/** Throws an {@link InvalidArgumentError} naming `what` unless `v` is a string. */
-export function requireString(what: string, v: unknown): asserts v is string {
-  if (typeof v !== 'string') {
-    throw new InvalidArgumentError(`${what} expects a string, got ${describeValue(v)}`)
-  }
-}
-
-/**
- * Throws an {@link InvalidArgumentError} naming `what` unless `v` is a path or URI string
- * without a NUL byte (no file system accepts one; the OS would fail it as an I/O error).
- */
-export function requireLocation(what: string, v: unknown): asserts v is string {
-  requireString(what, v)
-  if (v.includes('\0')) {
-    throw new InvalidArgumentError(`${what}: the location ${describeValue(v)} contains a NUL byte; pass a path or URI without one`)
-  }
-}
+export default errorOfCode

@@ -6,7 +6,9 @@
 import { EventEmitter } from 'node:events'
 
 import type { GcReport } from '../native.js'
-import { type FencedError, InvalidArgumentError, type MemWalError, describeValue, translate } from './errors.js'
+import { describeValue } from './arguments.js'
+import { type FencedError, InvalidArgumentError, type MemWalError } from './errors.js'
+import { translate } from './native-call.js'
 
 /** A WAL entry was appended: its rows are durable. */
 export interface WalAppendEvent {

@@ -5,7 +5,7 @@
 
 import type { GcReport } from '../native.js'
 import { withDeadline } from './deadline.js'
-import { call } from './errors.js'
+import { call } from './native-call.js'
 import { type GcOptions, gcOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 

@@ -3,7 +3,8 @@
 // never blocking the writer: if the logger falls behind, records are dropped.
 
 import { setNativeLogger } from '../native.js'
-import { InvalidArgumentError, describeValue } from './errors.js'
+import { describeValue } from './arguments.js'
+import { InvalidArgumentError } from './errors.js'
 
 /** A log level, most severe first. */
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace'

@@ -4,10 +4,11 @@
 // check and the type check. Writer options then go to the core under these same names
 // (`WriterConfig::set_host_option`, the core's one list of them), which checks the values.
 
+import { describeValue, requireString, truncate } from './arguments.js'
 import type { ArrowSchema } from './arrow-schema.js'
 import { schemaBytes } from './encoding.js'
 import { type Deadline, deadlineOf } from './deadline.js'
-import { InvalidArgumentError, describeValue, requireString, truncate } from './errors.js'
+import { InvalidArgumentError } from './errors.js'
 import { type StorageOptions, storageOf } from './store.js'
 
 /** Options of {@link ShardWriter.open}. Sizes are bytes, durations milliseconds. */

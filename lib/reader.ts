@@ -4,9 +4,11 @@
 import { type Table, tableFromIPC } from 'apache-arrow'
 
 import { type NativeObjectStore, NativeShardReader, NativeWalTailer } from '../native.js'
+import { describeValue } from './arguments.js'
 import { withDeadline } from './deadline.js'
-import { AbortError, ClosedError, InvalidArgumentError, call, describeValue } from './errors.js'
+import { AbortError, ClosedError, InvalidArgumentError } from './errors.js'
 import { manifestOf } from './holder.js'
+import { call } from './native-call.js'
 import { type ShardOptions, shardOptionsOf } from './options.js'
 import { type Location, nativeStore } from './store.js'
 import type { GenerationFile, ShardManifest, WalEntry } from './types.js'

@@ -4,7 +4,9 @@
 // shards on.
 
 import { NativeObjectStore, type NativeStoreStall } from '../native.js'
-import { InvalidArgumentError, call, callSync, describeValue, requireLocation, requireString, truncate } from './errors.js'
+import { describeValue, requireLocation, requireString, truncate } from './arguments.js'
+import { InvalidArgumentError } from './errors.js'
+import { call, callSync } from './native-call.js'
 
 /**
  * Who made a store call: a writer's `'claim'` (opening: the epoch claim, the fence sentinel,

@@ -12,7 +12,7 @@ import { type GcReport, NativeShardWriter, type NativeWriteTicket } from '../nat
 import { awaitDurable, cancelDurable, newDurableId, settleDurable } from './durable.js'
 import { EventEmitter, type ShardWriterEvents, checkListener, emitNativeEvent } from './events.js'
 import { type PutData, encode } from './encoding.js'
-import { InvalidArgumentError, call, callSync } from './errors.js'
+import { InvalidArgumentError } from './errors.js'
 import { manifestOf } from './holder.js'
 import { formatMetrics } from './metrics.js'
 import { withDeadline } from './deadline.js'
@@ -25,6 +25,7 @@ import {
   putOptionsOf,
   writerOptionsOf,
 } from './options.js'
+import { call, callSync } from './native-call.js'
 import { type Location, nativeStore, writerOpenedOn } from './store.js'
 import type {
   CostedWriteResult,

@@ -13,7 +13,7 @@
 // The addon loader (native.js, binding.js) is not compiled and stays at the package root, where
 // the napi-rs build writes the local addon and prebuildify writes prebuilds/. dist/ mirrors the
 // source tree one level down, so every relative import of such a root file ('../native.js' in
-// lib/errors.ts) is re-pointed one level up ('../../native.js' in dist/lib/errors.js).
+// lib/redact.ts) is re-pointed one level up ('../../native.js' in dist/lib/redact.js).
 //
 // Usage: node scripts/build-ts.mjs [outDir]   (default: dist/ in the repo; scripts/pack.mjs
 // stages a package elsewhere so a build never rewrites files that running tests have loaded.

@@ -4,7 +4,7 @@
 //! presigned URL (`…?X-Amz-Signature=…`) may be echoed by an error, a log record of the core
 //! or of the HTTP client under it, `Store::location`, or the CLI. Every one of those passes
 //! its text through [`redact_secrets`], the one masking function: the binding's log sinks
-//! (`crates/memwal-node/src/logging.rs`), and JavaScript's `redactLocation` (`lib/errors.ts`,
+//! (`crates/memwal-node/src/logging.rs`), and JavaScript's `redactLocation` (`lib/redact.ts`,
 //! which every error and the CLI's output go through) calls it through the binding. So what
 //! is masked cannot differ between an error, a log line and the CLI.
 //!

@@ -2,7 +2,7 @@
 //!
 //! An async napi rejection can only carry a Node-API status as `error.code`, so the stable
 //! memwal code (and the fence reason) travel as a fixed tag ahead of the message:
-//! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `lib/errors.ts`
+//! `[memwal:FENCED:PeerClaimedEpoch] Writer fenced (peer claimed epoch): …`. `lib/native-call.ts`
 //! parses the tag in one function, throws the matching `MemWalError` subclass and strips the tag.
 //! A fence that names the shard's holder adds it to the tag as a JSON object,
 //! `[memwal:FENCED:PeerClaimedEpoch:holder={"writerId":…}] `, with every `]` escaped as
@@ -11,7 +11,7 @@
 //! `[memwal:TRUNCATED:first=6] `. The error's `source()` chain follows as indented "Caused by:"
 //! lines, each only if the message does not already say it.
 //!
-//! `redactSecrets` (below) is the credential masking `lib/errors.ts` applies to every message,
+//! `redactSecrets` (below) is the credential masking `lib/redact.ts` applies to every message,
 //! the core's own (`memwal_core::redact`), so JavaScript has no second copy of it.
 
 use memwal_core::{Error, ShardHolder, redact_secrets};
@@ -48,7 +48,7 @@ pub fn tagged(e: &Error) -> String {
     msg
 }
 
-/// `h` as the tag's JSON object (`lib/errors.ts` builds a `ShardHolder` from it).
+/// `h` as the tag's JSON object (`lib/native-call.ts` builds a `ShardHolder` from it).
 fn holder_json(h: &ShardHolder) -> String {
     serde_json::json!({
         "writerId": h.writer_id,
@@ -79,7 +79,7 @@ impl<T> IntoNapi<T> for Result<T, Error> {
 }
 
 /// `text` with the credentials a URI in it may carry masked (`memwal_core::redact`): what
-/// `lib/errors.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
+/// `lib/redact.ts`'s `redactLocation` calls, so that errors, the CLI and both log sinks mask
 /// exactly the same things.
 #[napi(js_name = "redactSecrets")]
 // Only JavaScript calls it: napi registers it for the addon, not for `cargo test`'s build.
