@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::shard::{ShardName, ShardRef, quoted};
+use crate::wal::WalLayout;
 
 /// Upper bound on `max_memtable_batches` (a BatchStore allocates its slots as batches arrive,
 /// so the bound costs no memory up front).
@@ -118,6 +119,14 @@ pub struct WriterConfig {
     /// many bytes (estimated in-memory bytes, as the manifest records them; the Parquet file is
     /// smaller). Default 134,217,728 (128 MiB).
     pub compaction_target_bytes: u64,
+    /// How the WAL is laid out ([`WalLayout`]). Default (`None`): the layout an existing shard
+    /// records, and for a new shard `Objects`. A layout other than the shard's is refused (a
+    /// shard changes layout only by conversion). `Segments` needs a local directory.
+    pub wal_layout: Option<WalLayout>,
+    /// Size of a WAL segment file (segment layout), in bytes. Default 67,108,864 (64 MiB):
+    /// the disk space a shard's WAL takes at least once it rotated, and how much it writes
+    /// between rotations (a sync and a rename each). Between 65,536 and 1,073,741,824.
+    pub wal_segment_bytes: u64,
 }
 
 impl Default for WriterConfig {
@@ -143,6 +152,8 @@ impl Default for WriterConfig {
             compaction: true,
             compaction_max_generations: 16,
             compaction_target_bytes: 128 * 1024 * 1024,
+            wal_layout: None,
+            wal_segment_bytes: 64 << 20,
         }
     }
 }
@@ -338,6 +349,15 @@ static RANGES: &[OptionRange] = &[
             note: " (7 days)",
         },
     },
+    OptionRange {
+        name: "wal_segment_bytes",
+        value: |c| Some(c.wal_segment_bytes),
+        bound: Bound::Between {
+            min: 64 << 10,
+            max: 1 << 30,
+            note: " bytes",
+        },
+    },
 ];
 
 /// A writer option's value as a host language passes it (the Node binding's options object).
@@ -375,6 +395,26 @@ static HOST_OPTIONS: &[(&str, SetOption)] = &[
     ("shardId", |c, name, v| {
         let id = shard_id(name, v)?;
         set_shard(c, ShardRef::Id(id))
+    }),
+    ("walLayout", |c, name, v| {
+        c.wal_layout = match v {
+            OptionValue::Null => None,
+            v => Some(match text(name, v)?.as_str() {
+                "objects" => WalLayout::Objects,
+                "segments" => WalLayout::Segments,
+                other => {
+                    return Err(Error::invalid(format!(
+                        "invalid option {name}: must be 'segments' or 'objects', got {}",
+                        quoted(other)
+                    )));
+                }
+            }),
+        };
+        Ok(())
+    }),
+    ("walSegmentBytes", |c, name, v| {
+        c.wal_segment_bytes = uint(name, v)?;
+        Ok(())
     }),
     ("durableWrite", |c, name, v| {
         c.durable_write = boolean(name, v)?;

@@ -168,6 +168,9 @@ pub struct ShardManifest {
     /// at most `replay_after_wal_entry_position` and never decreases. See [`crate::gc`].
     #[prost(uint64, tag = "1008")]
     pub wal_low_water: u64,
+    /// memwal: how the WAL is laid out ([`crate::wal::WalLayout`]); absent: objects.
+    #[prost(enumeration = "crate::wal::WalLayout", optional, tag = "1009")]
+    pub wal_layout: Option<i32>,
 }
 
 impl ShardManifest {

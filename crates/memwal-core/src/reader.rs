@@ -18,7 +18,7 @@ use crate::manifest::{FlushedGeneration, ManifestStore, ShardManifest};
 use crate::shard::ShardRef;
 use crate::store::call::Actor;
 use crate::store::{ShardPaths, Store};
-use crate::wal::{self, WalEntry};
+use crate::wal::{self, WalEntry, WalLayout, segments};
 
 /// Rebuilds `batch` with exactly `schema` (same field names and types; nullability may be
 /// looser in the batch if its data has no nulls where the schema forbids them). A batch that has
@@ -388,25 +388,18 @@ impl ShardReader {
             batches.extend(part);
         }
         let start = manifest.replay_after_wal_entry_position + 1;
-        let mut wal_batches = Vec::new();
-        let first_empty = wal::read_run(&self.store, &self.paths, start, |entry| {
-            if !entry.is_sentinel {
-                wal_batches.push(entry);
-            }
-            Ok(())
-        })
-        .await?;
-        // The run stops at an empty slot: the tip, unless collection emptied it after a newer
-        // generation took its rows, or the WAL has a hole there.
-        if let Some(newer) = self.collected_past(manifest, first_empty).await? {
-            return Ok(Snapshot::Collected(Box::new(newer)));
-        }
-        if let Some(gap) = wal::find_gap(&self.store, &self.paths, first_empty - 1).await? {
-            if let Some(newer) = self.collected_past(manifest, gap.missing).await? {
-                return Ok(Snapshot::Collected(Box::new(newer)));
-            }
-            return Err(gap.error(&self.paths));
-        }
+        let wal_batches = match WalLayout::of(manifest) {
+            WalLayout::Objects => match self.wal_objects(manifest, start).await? {
+                Ok(entries) => entries,
+                Err(newer) => return Ok(Snapshot::Collected(newer)),
+            },
+            WalLayout::Segments => segments::read_entries(&self.store, &self.paths, start)
+                .await?
+                .entries
+                .into_iter()
+                .filter(|e| !e.is_sentinel)
+                .collect(),
+        };
         for entry in wal_batches {
             let s = schema.get_or_insert_with(|| entry.schema.clone()).clone();
             for b in entry.batches {
@@ -423,6 +416,35 @@ impl ShardReader {
             schema: schema.unwrap_or_else(|| Arc::new(Schema::empty())),
             batches,
         }))
+    }
+
+    /// The entries of an object-layout WAL from `start` on, as of `manifest`, or the newer
+    /// manifest to read as of if collection removed one this read needed.
+    async fn wal_objects(
+        &self,
+        manifest: &ShardManifest,
+        start: u64,
+    ) -> Result<std::result::Result<Vec<WalEntry>, Box<ShardManifest>>> {
+        let mut wal_batches = Vec::new();
+        let first_empty = wal::read_run(&self.store, &self.paths, start, |entry| {
+            if !entry.is_sentinel {
+                wal_batches.push(entry);
+            }
+            Ok(())
+        })
+        .await?;
+        // The run stops at an empty slot: the tip, unless collection emptied it after a newer
+        // generation took its rows, or the WAL has a hole there.
+        if let Some(newer) = self.collected_past(manifest, first_empty).await? {
+            return Ok(Err(Box::new(newer)));
+        }
+        if let Some(gap) = wal::find_gap(&self.store, &self.paths, first_empty - 1).await? {
+            if let Some(newer) = self.collected_past(manifest, gap.missing).await? {
+                return Ok(Err(Box::new(newer)));
+            }
+            return Err(gap.error(&self.paths));
+        }
+        Ok(Ok(wal_batches))
     }
 
     /// The latest manifest, if it is newer than `manifest` and its low-water mark reaches

@@ -78,7 +78,7 @@ pub use paths::{
 };
 
 pub(crate) use backend::caused_by_sync_failure;
-pub use backend::{Backend, FirstFree, Staged, SyncFailure, is_sync_failure};
+pub use backend::{Backend, FirstFree, LocalFiles, Staged, SyncFailure, is_sync_failure};
 
 /// Outcome of a create-if-absent put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,6 +438,12 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn set_object_base(&mut self, base: String) {
         self.object_base = base;
+    }
+
+    /// The file system and directory of a local store (`None` for an object store): where the
+    /// segment-log WAL keeps its files. See [`Backend::local_files`].
+    pub fn local_files(&self) -> Option<LocalFiles> {
+        self.backend.local_files()
     }
 
     /// The paths of one shard in this store.

@@ -51,11 +51,55 @@ pub(crate) trait WalWriter: Send + std::fmt::Debug {
         requests: &[PutRecord],
     ) -> Result<AppendedEntry>;
     /// Makes every entry appended since the last commit durable and checks that no successor
-    /// fenced them.
+    /// fenced them. Called after every round, even one whose append failed: the entries
+    /// appended before the failure are committed or failed here.
     ///
     /// # Errors
-    /// The typed failure that fences the writer (`PeerClaimedEpoch`, `PersistenceFailure`).
-    async fn commit(&mut self) -> Result<()>;
+    /// [`CommitFailed`]: the typed failure that fences the writer (`PeerClaimedEpoch`,
+    /// `PersistenceFailure`), and the entries of the round that stand anyway.
+    async fn commit(&mut self) -> std::result::Result<(), CommitFailed>;
+}
+
+/// A commit that failed: the entries at or past `stands_below` fail with `error`; those below
+/// it stand (durable, and replayed by the successor that fenced the rest), and their puts
+/// succeed.
+#[derive(Debug)]
+pub(crate) struct CommitFailed {
+    /// Why, for the entries that do not stand.
+    pub error: Error,
+    /// The first position that does not stand.
+    pub stands_below: u64,
+}
+
+/// How a shard's WAL is laid out. The manifest records it (`ShardManifest::wal_layout`);
+/// a manifest without it (written before memwal had segments, or by Lance) is `Objects`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum WalLayout {
+    /// One object per entry at `wal/<bitrev64(position)>.arrow`, created if absent: the only
+    /// layout an object store can fence, and the one Lance reads.
+    Objects = 0,
+    /// Records in preallocated segment files under `segments/`, one `fdatasync` per group
+    /// commit, fenced by the fence file (`docs/wal-segments.md`). Local directories only.
+    Segments = 1,
+}
+
+impl WalLayout {
+    /// The name options and messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WalLayout::Objects => "objects",
+            WalLayout::Segments => "segments",
+        }
+    }
+
+    /// The layout `manifest` records.
+    pub fn of(manifest: &crate::manifest::ShardManifest) -> WalLayout {
+        manifest
+            .wal_layout
+            .and_then(|l| WalLayout::try_from(l).ok())
+            .unwrap_or(WalLayout::Objects)
+    }
 }
 
 use std::fmt;

@@ -230,6 +230,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
             proptest::option::of(any::<u64>()),
             proptest::option::of("\\PC{0,40}"),
             any::<u64>(),
+            proptest::option::of(0i32..2),
         ),
     )
         .prop_map(
@@ -237,7 +238,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 (version, writer_epoch, replay, last_seen, current_generation),
                 flushed_generations,
                 (shard_spec_id, shard_id, status, arrow_schema, writer_id),
-                (writer_host, writer_pid, claimed_at_ms, shard_name, wal_low_water),
+                (writer_host, writer_pid, claimed_at_ms, shard_name, wal_low_water, wal_layout),
             )| ShardManifest {
                 shard_id: shard_id.map(|u| ProtoUuid { uuid: u.to_vec() }),
                 version,
@@ -257,6 +258,7 @@ fn manifest() -> impl Strategy<Value = ShardManifest> {
                 claimed_at_ms,
                 shard_name,
                 wal_low_water,
+                wal_layout,
             },
         )
 }

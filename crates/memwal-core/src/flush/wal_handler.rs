@@ -160,6 +160,8 @@ struct WalOnlyQueue {
     /// Puts in `queue`.
     queued_puts: u64,
     appended: u64,
+    /// The entry holding the last of `appended`.
+    last_position: Option<WalPosition>,
 }
 
 impl WalOnlyQueue {
@@ -181,6 +183,33 @@ pub(crate) struct WalFlushHandler {
     wal_only: WalOnlyQueue,
     /// The entries appended in the current round, with what each append cost.
     round: Vec<WalEntryCost>,
+    /// The current round's appends, applied to the progress once its commit says they stand.
+    pending: Vec<Pending>,
+}
+
+/// One append of a round, waiting for the round's commit.
+enum Pending {
+    /// `memtable`'s store is in the entry at `position` up to batch `end`.
+    Store {
+        memtable: Arc<MemTable>,
+        end: usize,
+        position: WalPosition,
+    },
+    /// WAL-only: writer-lifetime batch positions up to `end` are in the entry at `position`,
+    /// and `bytes` (estimated) left the queue with it.
+    WalOnly {
+        end: u64,
+        bytes: u64,
+        position: WalPosition,
+    },
+}
+
+impl Pending {
+    fn position(&self) -> WalPosition {
+        match self {
+            Pending::Store { position, .. } | Pending::WalOnly { position, .. } => *position,
+        }
+    }
 }
 
 impl WalFlushHandler {
@@ -208,6 +237,7 @@ impl WalFlushHandler {
                 .collect(),
             wal_only: WalOnlyQueue::default(),
             round: Vec::new(),
+            pending: Vec::new(),
         }
     }
 
@@ -245,10 +275,13 @@ impl WalFlushHandler {
         self.round.clear();
         let outcome = match self.feedback.check() {
             Err(e) => Err(e),
-            Ok(()) => match self.append_all(plan.wants, plan.wal_only_end).await {
-                Ok(()) => self.commit().await,
-                Err(e) => Err(e),
-            },
+            Ok(()) => {
+                // Committed even after a failed append: what was appended before it is made
+                // durable, or failed, here.
+                let appended = self.append_all(plan.wants, plan.wal_only_end).await;
+                let committed = self.commit().await;
+                appended.and(committed)
+            }
         };
         self.complete(plan.waiters, &outcome);
         // Frozen MemTables whose whole store is in the WAL owe nothing more.
@@ -412,7 +445,7 @@ impl WalFlushHandler {
                     .flatten()
             }
             Covers::WalOnly(end) => (self.wal_only.appended >= *end)
-                .then(|| self.appender.next_position().prev())
+                .then_some(self.wal_only.last_position)
                 .flatten(),
         }
     }
@@ -470,12 +503,10 @@ impl WalFlushHandler {
                     batch_store.puts(range),
                 )
                 .await?;
-            let progress = &mut self.memtables[i].progress;
-            progress.advance(end, position);
-            self.feedback.report(Report::WalAppended {
+            self.pending.push(Pending::Store {
                 memtable,
-                progress: *progress,
-                next_position: self.appender.next_position(),
+                end,
+                position,
             });
             self.feedback.legacy_watermark.publish(end);
         }
@@ -485,12 +516,58 @@ impl WalFlushHandler {
         Ok(())
     }
 
-    /// Makes the round's entries durable ([`WalWriter::commit`]); a failure poisons the
-    /// writer.
+    /// Makes the round's entries durable ([`WalWriter::commit`]) and applies the appends that
+    /// stand to the progress, reporting each to the writer; a failure poisons the writer.
     async fn commit(&mut self) -> Result<()> {
-        match self.appender.commit().await {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.feedback.poison(e)),
+        let (stands_below, outcome) = match self.appender.commit().await {
+            Ok(()) => (u64::MAX, Ok(())),
+            Err(failed) => (failed.stands_below, Err(self.feedback.poison(failed.error))),
+        };
+        for pending in std::mem::take(&mut self.pending) {
+            if pending.position().get() < stands_below {
+                self.apply(pending);
+            }
+        }
+        outcome
+    }
+
+    /// Records an append that stands: its store's (or the WAL-only queue's) progress, reported
+    /// to the writer.
+    fn apply(&mut self, pending: Pending) {
+        let next_position = self.appender.next_position();
+        match pending {
+            Pending::Store {
+                memtable,
+                end,
+                position,
+            } => {
+                let Some(t) = self
+                    .memtables
+                    .iter_mut()
+                    .find(|t| Arc::ptr_eq(&t.memtable, &memtable))
+                else {
+                    return;
+                };
+                t.progress.advance(end, position);
+                self.feedback.report(Report::WalAppended {
+                    memtable,
+                    progress: t.progress,
+                    next_position,
+                });
+            }
+            Pending::WalOnly {
+                end,
+                bytes,
+                position,
+            } => {
+                self.wal_only.appended = end;
+                self.wal_only.last_position = Some(position);
+                self.feedback.report(Report::WalOnlyAppended {
+                    end,
+                    bytes,
+                    next_position,
+                });
+            }
         }
     }
 
@@ -542,16 +619,16 @@ impl WalFlushHandler {
     async fn append_wal_only(&mut self) -> Result<()> {
         let batches: Vec<_> = self.wal_only.queue.iter().cloned().collect();
         let requests = self.wal_only.requests.clone();
-        self.append(&batches, &requests, self.wal_only.queued_puts)
+        let position = self
+            .append(&batches, &requests, self.wal_only.queued_puts)
             .await?;
         self.wal_only.queued_puts = 0;
         self.wal_only.queue.clear();
         self.wal_only.requests.clear();
-        self.wal_only.appended += batches.len() as u64;
-        self.feedback.report(Report::WalOnlyAppended {
-            end: self.wal_only.appended,
+        self.pending.push(Pending::WalOnly {
+            end: self.wal_only.end() + batches.len() as u64,
             bytes: std::mem::take(&mut self.wal_only.queued_bytes),
-            next_position: self.appender.next_position(),
+            position,
         });
         Ok(())
     }

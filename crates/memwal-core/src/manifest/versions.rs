@@ -35,6 +35,7 @@ use super::{ProtoUuid, ShardManifest, ShardStatus, check_same_schema, encode_sch
 use crate::error::{Error, Result};
 use crate::shard::ShardName;
 use crate::store::{CreateOutcome, ShardPaths, Store, parse_bitrev64_name};
+use crate::wal::WalLayout;
 
 /// The versions of one shard's manifest. Clones share one commit lock: a writer's commits
 /// (generation flushes, compactions, its closing commit) run one at a time, so a version above
@@ -274,7 +275,7 @@ impl ManifestStore {
     /// with `SchemaMismatch` before claiming.
     pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
         let latest = self.read_latest().await?;
-        self.claim_epoch_after(latest, schema, writer_id, None)
+        self.claim_epoch_after(latest, schema, writer_id, None, None)
             .await
     }
 
@@ -293,6 +294,7 @@ impl ManifestStore {
         schema: &Schema,
         writer_id: &str,
         name: Option<&ShardName>,
+        layout: Option<WalLayout>,
     ) -> Result<ShardManifest> {
         let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
         let mut latest = Some(latest);
@@ -303,6 +305,7 @@ impl ManifestStore {
             };
             let next =
                 self.claim_version(latest.as_ref(), schema, &schema_bytes, writer_id, name)?;
+            let next = self.with_layout(next, latest.is_some(), layout)?;
             if self.create_claim(&next).await? {
                 return Ok(next);
             }
@@ -364,6 +367,34 @@ impl ManifestStore {
         next.record_claim();
         next.checksum = None;
         Ok(next)
+    }
+
+    /// `next`, a claim, with its WAL layout: a new shard (`existed` false) takes `asked`
+    /// (objects if `None`); an existing shard keeps the layout it records.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `asked` names another layout than the existing shard's.
+    fn with_layout(
+        &self,
+        mut next: ShardManifest,
+        existed: bool,
+        asked: Option<WalLayout>,
+    ) -> Result<ShardManifest> {
+        let recorded = WalLayout::of(&next);
+        match asked {
+            Some(asked) if existed && asked != recorded => Err(Error::invalid(format!(
+                "shard {}'s WAL uses the {} layout, and walLayout '{}' was asked; open it without walLayout, or convert its WAL first with `memwal wal convert <location> --to {}`",
+                self.shard(),
+                recorded.name(),
+                asked.name(),
+                asked.name()
+            ))),
+            Some(WalLayout::Segments) if !existed => {
+                next.wal_layout = Some(WalLayout::Segments as i32);
+                Ok(next)
+            }
+            _ => Ok(next),
+        }
     }
 
     /// Creates the claim's version `next` and confirms it (rule 2 of the module docs): `true`

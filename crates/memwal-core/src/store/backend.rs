@@ -91,6 +91,23 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
         let _ = paths;
         Ok(())
     }
+
+    /// The file system and directory a local store keeps its objects in (an object's file is
+    /// the directory joined with its path); `None` for an object store. The segment-log WAL
+    /// writes its files there, beside the objects, without going through this trait: a file
+    /// written in place and synced has no object counterpart.
+    fn local_files(&self) -> Option<LocalFiles> {
+        None
+    }
+}
+
+/// See [`Backend::local_files`].
+#[derive(Debug, Clone)]
+pub struct LocalFiles {
+    /// The file system (the real one, or a simulated disk in tests).
+    pub fs: std::sync::Arc<dyn super::fs::Fs>,
+    /// The store's directory.
+    pub root: std::path::PathBuf,
 }
 
 /// An `fsync`/`fdatasync` failed: the data it covered may or may not be on disk, and the

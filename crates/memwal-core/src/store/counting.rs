@@ -93,4 +93,8 @@ impl Backend for CountingBackend {
     async fn make_durable(&self, paths: &[Path]) -> Result<()> {
         self.inner.make_durable(paths).await
     }
+
+    fn local_files(&self) -> Option<super::backend::LocalFiles> {
+        self.inner.local_files()
+    }
 }

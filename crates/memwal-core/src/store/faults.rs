@@ -654,6 +654,10 @@ impl Backend for FaultInjectingBackend {
     async fn make_durable(&self, paths: &[Path]) -> Result<()> {
         self.inner.make_durable(paths).await
     }
+
+    fn local_files(&self) -> Option<super::backend::LocalFiles> {
+        self.inner.local_files()
+    }
 }
 
 #[cfg(test)]

@@ -163,6 +163,48 @@ pub trait Fs: Send + Sync + std::fmt::Debug + 'static {
         let _ = (from, to);
         Err(unsupported("renaming without replacing"))
     }
+    /// The name of the network (or user-space) file system `path` is on, `None` for a local
+    /// one. For a path that does not exist yet, its nearest existing ancestor's.
+    fn network_file_system(&self, path: &Path) -> io::Result<Option<&'static str>> {
+        let _ = path;
+        Ok(None)
+    }
+}
+
+/// `statfs` magic numbers of file systems that may be shared between hosts, or whose page
+/// cache memwal cannot rely on: the segment-log WAL's fence re-check reads what a claimant on
+/// the same host wrote, and is no fence across hosts.
+const NETWORK_FILE_SYSTEMS: &[(i64, &str)] = &[
+    (0x6969, "NFS"),
+    (0x517B, "SMB"),
+    (0xFF53_4D42, "CIFS"),
+    (0xFE53_4D42, "SMB2"),
+    (0x6573_5546, "FUSE"),
+    (0x00C3_6400, "Ceph"),
+    (0x0102_1997, "9P"),
+    (0x5346_414F, "AFS"),
+    (0x0BD0_0BD0, "Lustre"),
+    (0x4750_4653, "GPFS"),
+];
+
+/// See [`Fs::network_file_system`], for the real file system.
+#[cfg(target_os = "linux")]
+fn statfs_network_kind(path: &Path) -> io::Result<Option<&'static str>> {
+    let mut at = Some(path);
+    while let Some(p) = at {
+        match rustix::fs::statfs(p) {
+            Ok(st) => {
+                let magic = st.f_type as i64;
+                return Ok(NETWORK_FILE_SYSTEMS
+                    .iter()
+                    .find(|(m, _)| *m == magic)
+                    .map(|(_, name)| *name));
+            }
+            Err(rustix::io::Errno::NOENT) => at = p.parent(),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
 }
 
 /// An open file written in place, from [`Fs::open_file`].
@@ -689,6 +731,18 @@ impl Fs for StdFs {
     fn open_file(&self, path: &Path) -> io::Result<Box<dyn FileHandle>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Box::new(StdFile(file)))
+    }
+
+    fn network_file_system(&self, path: &Path) -> io::Result<Option<&'static str>> {
+        #[cfg(target_os = "linux")]
+        {
+            statfs_network_kind(path)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = path;
+            Ok(None)
+        }
     }
 
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {

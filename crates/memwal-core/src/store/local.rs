@@ -582,4 +582,11 @@ impl Backend for LocalStore {
             .await?
             .map_err(|e| to_store_error(&first, e))
     }
+
+    fn local_files(&self) -> Option<backend::LocalFiles> {
+        Some(backend::LocalFiles {
+            fs: self.shared.fs.clone(),
+            root: self.shared.root.clone(),
+        })
+    }
 }

@@ -113,6 +113,12 @@ impl ShardPaths {
         self.shard_dir.clone().join(WAL_DIR)
     }
 
+    /// `_mem_wal/<shard>/segments`: the segment-log WAL of a local shard (its segments, spares
+    /// and fence file; see `crate::wal::segments`).
+    pub fn segments_dir(&self) -> Path {
+        self.shard_dir.clone().join("segments")
+    }
+
     /// `_mem_wal/<shard>/wal/<bitrev64(position)>.arrow`
     pub fn wal_entry(&self, position: u64) -> Path {
         self.wal_dir()

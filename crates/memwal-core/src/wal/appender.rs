@@ -526,7 +526,7 @@ impl super::WalWriter for WalAppender {
 
     /// Nothing to do: each entry was durable, and fenced by its create if absent, when its
     /// append returned.
-    async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self) -> std::result::Result<(), super::CommitFailed> {
         Ok(())
     }
 }

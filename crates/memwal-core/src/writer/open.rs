@@ -34,7 +34,9 @@ use crate::store::ShardPaths;
 use crate::store::Store;
 use crate::store::call::Actor;
 use crate::store::faults::as_actor;
-use crate::wal::{self, StagedSentinel, WalAppender};
+use crate::wal::segments::log::{Read, SegmentFiles, SegmentLog};
+use crate::wal::segments::{self, SegmentWalWriter};
+use crate::wal::{self, StagedSentinel, WalAppender, WalLayout, WalPosition, WalWriter};
 
 /// The writer's background tasks.
 pub(crate) struct BackgroundTasks {
@@ -207,29 +209,40 @@ pub(crate) async fn open(
     let mut claimed = claim(store, schema, &config).await?;
     let (feedback, reports) = Feedback::new(claimed.claim.shard_id(), stats.clone());
     let retry = retry_policy(&config, &feedback);
-    let mut appender = WalAppender::new(claimed.claim.clone(), claimed.tip, retry.clone());
-    appender.set_prepare_next(config.durable_write);
-    let staged = claimed.staged.take();
-    let fence_sentinel_position = fence(&claimed, staged, &mut appender, &stats).await?;
-    let claimed_at = Instant::now();
-    let mut open_stats = OpenStats {
-        claim: claimed_at - started,
-        ..OpenStats::default()
+    let (wal, fence_sentinel_position, recovered, open_stats) = match std::mem::replace(
+        &mut claimed.wal,
+        ClaimedWal::Objects {
+            tip: 0,
+            staged: None,
+        },
+    ) {
+        ClaimedWal::Objects { tip, staged } => {
+            let mut appender = WalAppender::new(claimed.claim.clone(), tip, retry.clone());
+            appender.set_prepare_next(config.durable_write);
+            let fence_sentinel_position =
+                fence(&claimed, tip, staged, &mut appender, &stats).await?;
+            let (recovered, open_stats) =
+                recover_timed(&claimed, &config, started, Source::Objects).await?;
+            if let Some(next) = recovered.next_position {
+                appender.set_next_position(next.max(appender.next_position()));
+            }
+            let wal: Box<dyn WalWriter> = Box::new(appender);
+            (wal, fence_sentinel_position, recovered, open_stats)
+        }
+        ClaimedWal::Segments { log, read } => {
+            let (recovered, open_stats) =
+                recover_timed(&claimed, &config, started, Source::Segments(&read)).await?;
+            let wal: Box<dyn WalWriter> =
+                Box::new(SegmentWalWriter::new(claimed.claim.clone(), log));
+            (wal, None, recovered, open_stats)
+        }
     };
-    let store = &claimed.claim.store;
-    store.faults().pause_point("open-before-replay").await;
-    let recovered = recover(&claimed, &config, &mut appender).await?;
-    if let Some((entries, rows)) = recovered.replayed {
-        open_stats.replay = claimed_at.elapsed();
-        open_stats.replayed_entries = entries;
-        open_stats.replayed_rows = rows;
-    }
     let inner = Arc::new(WriterInner {
         claim: claimed.claim.clone(),
         shard_name: claimed.manifest.shard_name.clone(),
         state: Mutex::new(WriterState::new(
             recovered.mode,
-            appender.next_position(),
+            wal.next_position(),
             recovered.requests,
             reports,
         )),
@@ -240,7 +253,7 @@ pub(crate) async fn open(
         open_stats,
         config: config.clone(),
     });
-    let tasks = start(&inner, appender, retry, recovered.frozen, recovered.rx);
+    let tasks = start(&inner, wal, retry, recovered.frozen, recovered.rx);
     Ok((inner, tasks))
 }
 
@@ -260,13 +273,22 @@ fn check_arguments(schema: &SchemaRef, config: &WriterConfig) -> Result<()> {
     Ok(())
 }
 
-/// A shard this writer claimed: the claim, the manifest version that made it, the WAL's tip
-/// as found for it, and the fence sentinel staged meanwhile.
+/// A shard this writer claimed: the claim, the manifest version that made it, and its WAL.
 struct Claimed {
     claim: Arc<Claim>,
     manifest: ShardManifest,
-    tip: u64,
-    staged: Option<StagedSentinel>,
+    wal: ClaimedWal,
+}
+
+/// The WAL of a claimed shard, by layout.
+enum ClaimedWal {
+    /// The WAL's tip as found for the claim, and the fence sentinel staged meanwhile.
+    Objects {
+        tip: u64,
+        staged: Option<StagedSentinel>,
+    },
+    /// The claimed segment log, and what the claim read of it after the replay cursor.
+    Segments { log: SegmentLog, read: Read },
 }
 
 /// Claims the next epoch of the shard `config` names, and finds the WAL's tip for it.
@@ -291,11 +313,25 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
     {
         check_same_schema(shard.id(), &stored, &schema)?;
     }
+    let layout = latest
+        .as_ref()
+        .map(WalLayout::of)
+        .or(config.wal_layout)
+        .unwrap_or(WalLayout::Objects);
+    if layout == WalLayout::Segments {
+        let files = segments::files_of(&store, &paths, config.wal_segment_bytes)?;
+        segments::check_local_disk(&files)?;
+        let manifest = manifests
+            .claim_epoch_after(latest, &schema, &writer_id, shard.name(), config.wal_layout)
+            .await?;
+        let claim = claim_of(store, paths, manifests, &manifest, writer_id, schema);
+        return claim_segments(claim, manifest, files).await;
+    }
     let start = ClaimStart::read(&store, &paths, latest.as_ref()).await?;
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
-        manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name()),
+        manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name(), config.wal_layout),
         wal::discover_tip(&store, &paths, start.hint, start.low_water),
         async {
             // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is not
@@ -322,27 +358,83 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
         tip,
     )
     .await?;
+    if WalLayout::of(&manifest) != WalLayout::Objects {
+        return Err(changed_layout(&paths));
+    }
+    let claim = claim_of(store, paths, manifests, &manifest, writer_id, schema);
+    Ok(Claimed {
+        claim,
+        manifest,
+        wal: ClaimedWal::Objects { tip, staged },
+    })
+}
+
+/// The claim the manifest version `manifest` made, logged.
+fn claim_of(
+    store: Store,
+    paths: ShardPaths,
+    manifests: ManifestStore,
+    manifest: &ShardManifest,
+    writer_id: String,
+    schema: SchemaRef,
+) -> Arc<Claim> {
     tracing::info!(
         target: "memwal::writer",
         shard = %paths.shard_id(),
         shard_name = manifest.shard_name.as_deref(),
         epoch = manifest.writer_epoch,
         writer_id = %writer_id,
+        layout = WalLayout::of(manifest).name(),
         "claimed shard"
     );
-    let claim = Claim {
+    Arc::new(Claim {
         store,
         paths,
         manifests,
         epoch: manifest.writer_epoch,
         writer_id,
         schema,
-    };
+    })
+}
+
+/// The shard was created with the other layout while this open read it: a race between two
+/// first opens that asked for different layouts.
+fn changed_layout(paths: &ShardPaths) -> Error {
+    Error::invalid(format!(
+        "shard {} was created with another WAL layout while this writer opened it; retry the open",
+        paths.shard_id()
+    ))
+}
+
+/// The segment-log half of [`claim`], once the manifest claim `manifest` holds: the log's
+/// fence file takes our epoch, then the log is read to its end from after the replay cursor
+/// (see [`SegmentLog::claim`]). No tip search and no sentinel: the fence file and our first
+/// segment do their work.
+async fn claim_segments(
+    claim: Arc<Claim>,
+    manifest: ShardManifest,
+    files: SegmentFiles,
+) -> Result<Claimed> {
+    if WalLayout::of(&manifest) != WalLayout::Segments {
+        return Err(changed_layout(&claim.paths));
+    }
+    let writer_id = Uuid::parse_str(&claim.writer_id).expect("writer ids are UUIDs");
+    let (epoch, cursor, shard) = (
+        claim.epoch,
+        manifest.replay_after_wal_entry_position,
+        claim.shard_id(),
+    );
+    let claimed =
+        tokio::task::spawn_blocking(move || SegmentLog::claim(files, epoch, writer_id, cursor))
+            .await
+            .map_err(|e| {
+                Error::io_msg(format!("claiming the WAL segments of shard {shard}: {e}"))
+            })?;
+    let (log, read) = claimed.map_err(|e| segments::log_error(shard, e))?;
     Ok(Claimed {
-        claim: Arc::new(claim),
+        claim,
         manifest,
-        tip,
-        staged,
+        wal: ClaimedWal::Segments { log, read },
     })
 }
 
@@ -434,6 +526,7 @@ fn retry_policy(config: &WriterConfig, feedback: &Arc<Feedback>) -> RetryPolicy 
 /// `staged` if it was staged for that epoch, and checks that the claim is still the latest once it is durable; the sentinel's position.
 async fn fence(
     claimed: &Claimed,
+    tip: u64,
     staged: Option<StagedSentinel>,
     appender: &mut WalAppender,
     stats: &Arc<StatsRecorder>,
@@ -447,7 +540,7 @@ async fn fence(
     if claim.epoch < 2 {
         return Ok(None);
     }
-    let sentinel = appender.write_fence_sentinel(claimed.tip, staged);
+    let sentinel = appender.write_fence_sentinel(tip, staged);
     let (at, _, _) = stats.scoped(Operation::FenceSentinel, sentinel).await;
     let at = at?;
     // Fencing with collection (see `crate::gc`): only a claim after ours can raise the
@@ -460,6 +553,41 @@ async fn fence(
     Ok(Some(at))
 }
 
+/// Where replay reads the WAL from.
+enum Source<'a> {
+    /// The entry objects after the replay cursor.
+    Objects,
+    /// What the segment claim read.
+    Segments(&'a Read),
+}
+
+/// [`recover`], and the open's statistics: the claim took until now, replay the rest.
+async fn recover_timed(
+    claimed: &Claimed,
+    config: &WriterConfig,
+    started: Instant,
+    source: Source<'_>,
+) -> Result<(Recovered, OpenStats)> {
+    let claimed_at = Instant::now();
+    let mut open_stats = OpenStats {
+        claim: claimed_at - started,
+        ..OpenStats::default()
+    };
+    claimed
+        .claim
+        .store
+        .faults()
+        .pause_point("open-before-replay")
+        .await;
+    let recovered = recover(claimed, config, source).await?;
+    if let Some((entries, rows)) = recovered.replayed {
+        open_stats.replay = claimed_at.elapsed();
+        open_stats.replayed_entries = entries;
+        open_stats.replayed_rows = rows;
+    }
+    Ok((recovered, open_stats))
+}
+
 /// What a new writer takes over from the WAL and the generations: its MemTables, the request
 /// ids it answers, the MemTables replay filled (to be flushed), and the channels of its tasks.
 struct Recovered {
@@ -468,6 +596,8 @@ struct Recovered {
     frozen: Vec<Held>,
     /// Entries and rows replayed (MemTable mode).
     replayed: Option<(u64, u64)>,
+    /// The first WAL position replay found empty (MemTable mode).
+    next_position: Option<WalPosition>,
     wal_tx: mpsc::UnboundedSender<WalMsg>,
     gen_tx: mpsc::UnboundedSender<GenerationMsg>,
     rx: TaskReceivers,
@@ -481,11 +611,11 @@ struct TaskReceivers {
 
 /// Replays the WAL after the claimed manifest's cursor into MemTables (MemTable mode), with
 /// the request ids its entries carry and those of the generations flushed within the retention
-/// window; moves `appender` past what replay found.
+/// window.
 async fn recover(
     claimed: &Claimed,
     config: &WriterConfig,
-    appender: &mut WalAppender,
+    source: Source<'_>,
 ) -> Result<Recovered> {
     let (claim, manifest) = (&claimed.claim, &claimed.manifest);
     let (wal_tx, wal) = mpsc::unbounded_channel();
@@ -498,21 +628,43 @@ async fn recover(
             requests,
             frozen: Vec::new(),
             replayed: None,
+            next_position: None,
             wal_tx,
             gen_tx,
             rx,
         });
     }
+    let first_generation = manifest.current_generation.max(1);
+    let replayed = async {
+        match source {
+            Source::Objects => {
+                replay::replay(
+                    &claim.store,
+                    &claim.paths,
+                    &claim.schema,
+                    config,
+                    claim.epoch,
+                    manifest.replay_after_wal_entry_position,
+                    first_generation,
+                )
+                .await
+            }
+            Source::Segments(read) => {
+                replay::replay_segments(
+                    &claim.store,
+                    &claim.paths,
+                    &claim.schema,
+                    config,
+                    claim.epoch,
+                    read,
+                    first_generation,
+                )
+                .await
+            }
+        }
+    };
     let (r, flushed) = tokio::try_join!(
-        replay::replay(
-            &claim.store,
-            &claim.paths,
-            &claim.schema,
-            config,
-            claim.epoch,
-            manifest.replay_after_wal_entry_position,
-            manifest.current_generation.max(1),
-        ),
+        replayed,
         flushed_requests(&claim.store, &claim.paths, manifest, &requests),
     )?;
     // Oldest first, so a later put of an id (written again after its window) wins.
@@ -523,7 +675,6 @@ async fn recover(
         requests.insert(&record, Rows::Held { memtable, end });
     }
     requests.sort_expiry();
-    appender.set_next_position(r.next_position.max(appender.next_position()));
     let mode = Mode::MemTable(MemTableState {
         active: r.active,
         frozen: VecDeque::new(),
@@ -536,6 +687,7 @@ async fn recover(
         requests,
         frozen: r.frozen,
         replayed: Some((r.entries, r.rows)),
+        next_position: Some(r.next_position),
         wal_tx,
         gen_tx,
         rx,
@@ -546,7 +698,7 @@ async fn recover(
 /// background tasks: the WAL flush handler, the generation flusher, and the timers.
 fn start(
     inner: &Arc<WriterInner>,
-    appender: WalAppender,
+    wal: Box<dyn WalWriter>,
     retry: RetryPolicy,
     frozen: Vec<Held>,
     rx: TaskReceivers,
@@ -571,20 +723,20 @@ fn start(
             Mode::WalOnly(_) => None,
         }
     };
-    spawn_tasks(inner, appender, retry, active, rx)
+    spawn_tasks(inner, wal, retry, active, rx)
 }
 
 /// Spawns the background tasks of `inner` (see [`start`]).
 fn spawn_tasks(
     inner: &Arc<WriterInner>,
-    appender: WalAppender,
+    wal: Box<dyn WalWriter>,
     retry: RetryPolicy,
     active: Option<(Arc<MemTable>, WalProgress)>,
     rx: TaskReceivers,
 ) -> BackgroundTasks {
     let (config, feedback) = (&inner.config, &inner.feedback);
     let handler = WalFlushHandler::new(
-        Box::new(appender),
+        wal,
         feedback.clone(),
         config.max_wal_flush_interval_ms.map(Duration::from_millis),
         active,

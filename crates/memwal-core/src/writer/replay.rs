@@ -28,7 +28,8 @@ use crate::memtable::{MemTable, WalProgress};
 use crate::reader::conform;
 use crate::request_id::PutRecord;
 use crate::store::{ShardPaths, Store};
-use crate::wal::{self, WalPosition};
+use crate::wal::segments::{self, log::Read};
+use crate::wal::{self, WalEntry, WalPosition};
 
 /// MemTables rebuilt from the WAL.
 pub(crate) struct Replayed {
@@ -63,21 +64,9 @@ pub(crate) async fn replay(
     first_generation: u64,
 ) -> Result<Replayed> {
     let mut rebuilt = Rebuilt::new(config, first_generation);
-    // (position, epoch) of an entry written by a successor; the fence error is built after the
-    // read, which cannot await the manifest read that names the holder.
     let mut successor_entry: Option<(u64, u64)> = None;
     let run = wal::read_run(store, paths, replay_after + 1, |entry| {
-        rebuilt.entries += 1;
-        if entry.writer_epoch > epoch {
-            successor_entry = Some((entry.position, entry.writer_epoch));
-            return Err(Error::peer_claimed("WAL replay aborted", None));
-        }
-        if entry.is_sentinel {
-            return Ok(());
-        }
-        let batches = conformed(paths, schema, entry.position, entry.batches)?;
-        rebuilt.put_back(entry.position, entry.requests, batches);
-        Ok(())
+        rebuilt.entry(paths, schema, epoch, entry, &mut successor_entry)
     })
     .await;
     let next_position = match (run, successor_entry) {
@@ -87,6 +76,33 @@ pub(crate) async fn replay(
         (run, _) => run?,
     };
     Ok(rebuilt.finish(next_position))
+}
+
+/// [`replay`] of a segment-log shard, from what the claim read of its log (`read`, from the
+/// position after the replay cursor to the end).
+pub(crate) async fn replay_segments(
+    store: &Store,
+    paths: &ShardPaths,
+    schema: &SchemaRef,
+    config: &WriterConfig,
+    epoch: u64,
+    read: &Read,
+    first_generation: u64,
+) -> Result<Replayed> {
+    let mut rebuilt = Rebuilt::new(config, first_generation);
+    let mut successor_entry: Option<(u64, u64)> = None;
+    let mut run = Ok(());
+    for entry in segments::entries(read, paths) {
+        run = entry.and_then(|e| rebuilt.entry(paths, schema, epoch, e, &mut successor_entry));
+        if run.is_err() {
+            break;
+        }
+    }
+    if let (Err(_), Some((position, writer_epoch))) = (&run, successor_entry) {
+        return Err(successor_fence(store, paths, epoch, position, writer_epoch).await);
+    }
+    run?;
+    Ok(rebuilt.finish(read.scanned.end))
 }
 
 /// The `batches` of the entry at `position`, made to match the shard's `schema` and measured.
@@ -168,6 +184,31 @@ impl Rebuilt {
             rows: 0,
             requests: Vec::new(),
         }
+    }
+
+    /// Replays `entry`: its rows back into MemTables, a sentinel skipped. An entry of an epoch
+    /// above ours is recorded in `successor` and ends replay: a successor claimed the shard
+    /// while we opened it. The fence error is built after the read, which cannot await the
+    /// manifest read that names the holder.
+    fn entry(
+        &mut self,
+        paths: &ShardPaths,
+        schema: &SchemaRef,
+        epoch: u64,
+        entry: WalEntry,
+        successor: &mut Option<(u64, u64)>,
+    ) -> Result<()> {
+        self.entries += 1;
+        if entry.writer_epoch > epoch {
+            *successor = Some((entry.position, entry.writer_epoch));
+            return Err(Error::peer_claimed("WAL replay aborted", None));
+        }
+        if entry.is_sentinel {
+            return Ok(());
+        }
+        let batches = conformed(paths, schema, entry.position, entry.batches)?;
+        self.put_back(entry.position, entry.requests, batches);
+        Ok(())
     }
 
     /// Puts `batches`, the rows of the data entry at `position`, back into the active MemTable,

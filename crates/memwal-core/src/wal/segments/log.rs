@@ -37,6 +37,11 @@ const FENCE_MAGIC: &[u8; 4] = b"MWFN";
 const FENCE_BYTES: u64 = 16;
 const SEGMENT_EXT: &str = ".seg";
 const SPARE_PREFIX: &str = ".spare-";
+const FILLING_PREFIX: &str = ".filling-";
+/// Size of a claimant's first segment when no spare is ready: small enough that allocating it
+/// keeps a takeover fast; the writer rotates into a full-size spare, allocated meanwhile in
+/// the background, once it is full.
+pub const FIRST_SEGMENT_BYTES: u64 = 256 << 10;
 
 /// What can go wrong in a segment log.
 #[derive(Debug)]
@@ -73,6 +78,16 @@ impl SegmentFiles {
             dir,
             segment_bytes,
         }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// See [`Fs::network_file_system`].
+    pub fn network_file_system(&self) -> io::Result<Option<&'static str>> {
+        self.fs.network_file_system(&self.dir)
     }
 
     fn segment_path(&self, seq: u64) -> PathBuf {
@@ -190,40 +205,72 @@ impl SegmentFiles {
         Ok(())
     }
 
-    /// An allocated spare of at least `len` bytes: one already in the folder, else a new one.
-    fn spare(&self, len: u64) -> io::Result<PathBuf> {
+    /// An allocated spare of at least `len` bytes, and its size: one already in the folder,
+    /// else a new one of `len`.
+    fn spare(&self, len: u64) -> io::Result<(PathBuf, u64)> {
+        if let Some(found) = self.find_spare(len)? {
+            return Ok(found);
+        }
+        Ok((self.allocate_spare(len)?, len))
+    }
+
+    /// A spare of at least `len` bytes in the folder, and its size.
+    fn find_spare(&self, len: u64) -> io::Result<Option<(PathBuf, u64)>> {
         for (name, is_dir) in self.fs.read_dir(&self.dir)? {
             if !is_dir && name.starts_with(SPARE_PREFIX) {
                 let path = self.dir.join(&name);
-                if self.fs.stat(&path)?.len >= len {
-                    return Ok(path);
+                let size = match self.fs.stat(&path) {
+                    Ok(info) => info.len,
+                    // Taken by another writer meanwhile.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                if size >= len {
+                    return Ok(Some((path, size)));
                 }
             }
         }
-        self.allocate_spare(len)
+        Ok(None)
     }
 
-    /// Allocates a new spare of `len` bytes (zeros, synced, its name durable).
+    /// Whether a full-size spare is ready, so that the next rotation only renames.
+    pub fn has_spare(&self) -> io::Result<bool> {
+        Ok(self.find_spare(self.segment_bytes)?.is_some())
+    }
+
+    /// Allocates a new spare of `len` bytes (zeros, synced, its name durable). It is filled
+    /// under a temporary name and renamed once synced, so that no writer takes a spare that is
+    /// still being filled.
     pub fn allocate_spare(&self, len: u64) -> io::Result<PathBuf> {
-        let path = self.dir.join(format!(
-            "{SPARE_PREFIX}{}{SEGMENT_EXT}",
-            Uuid::new_v4().simple()
-        ));
-        self.fs.allocate(&path, len)?;
+        let id = Uuid::new_v4().simple();
+        let filling = self.dir.join(format!("{FILLING_PREFIX}{id}{SEGMENT_EXT}"));
+        let path = self.dir.join(format!("{SPARE_PREFIX}{id}{SEGMENT_EXT}"));
+        self.fs.allocate(&filling, len)?;
+        self.fs.rename_noreplace(&filling, &path)?;
         self.fs.sync_dir(&self.dir)?;
         Ok(path)
     }
 
-    /// Creates segment `header.seq` from a spare: its header written and synced before the
-    /// spare is renamed into place (so a segment in place always has a valid header), then the
-    /// folder synced. `AlreadyExists` if the sequence number is taken.
+    /// Allocates a full-size spare unless one is ready: what a writer's background task does
+    /// after it takes one, so that its next rotation, or a successor's claim, only renames.
+    pub fn ensure_spare(&self) -> io::Result<()> {
+        if !self.has_spare()? {
+            self.allocate_spare(self.segment_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Creates segment `header.seq` from a spare of at least `len` bytes: its header written
+    /// and synced before the spare is renamed into place (so a segment in place always has a
+    /// valid header), then the folder synced. The segment's handle and size; `AlreadyExists`
+    /// if the sequence number is taken.
     fn create_segment(
         &self,
         header: &SegmentHeader,
         len: u64,
-    ) -> io::Result<(PathBuf, Arc<dyn FileHandle>)> {
+    ) -> io::Result<(Arc<dyn FileHandle>, u64)> {
         loop {
-            let spare = self.spare(len)?;
+            let (spare, size) = self.spare(len)?;
             let handle: Arc<dyn FileHandle> = match self.fs.open_file(&spare) {
                 Ok(h) => Arc::from(h),
                 // Taken by another writer meanwhile: pick another.
@@ -239,7 +286,7 @@ impl SegmentFiles {
                 Err(e) => return Err(e),
             }
             self.fs.sync_dir(&self.dir)?;
-            return Ok((path, handle));
+            return Ok((handle, size));
         }
     }
 }
@@ -326,8 +373,8 @@ impl SegmentLog {
                 salt: rand::random(),
                 writer_id,
             };
-            let len = files.segment_bytes;
-            let (_, handle) = match files.create_segment(&header, len) {
+            let first = files.segment_bytes.min(FIRST_SEGMENT_BYTES);
+            let (handle, len) = match files.create_segment(&header, first) {
                 Ok(created) => created,
                 // A stale writer rotated into that number after our read: read again, past it.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -355,6 +402,17 @@ impl SegmentLog {
     /// The position the next append takes.
     pub fn next_position(&self) -> u64 {
         self.next_position
+    }
+
+    /// Whether a record of `payload_len` bytes fits in the current segment: if not, its
+    /// append rotates (a sync, and a spare renamed or, if none is ready, allocated).
+    pub fn fits(&self, payload_len: usize) -> bool {
+        self.current.offset + record_len(payload_len) <= self.current.len
+    }
+
+    /// The shard's segment files.
+    pub fn files(&self) -> &SegmentFiles {
+        &self.files
     }
 
     /// Writes `payload` (the WAL entry of the next position) into the log, not yet durable:
@@ -403,7 +461,7 @@ impl SegmentLog {
         };
         let len = self.files.segment_bytes.max(HEADER_BYTES + needed);
         match self.files.create_segment(&header, len) {
-            Ok((_, handle)) => {
+            Ok((handle, len)) => {
                 self.current = Current {
                     header,
                     handle,
@@ -423,10 +481,22 @@ impl SegmentLog {
     /// [`LogError::Claimed`] means a successor decides which stand. A failed sync is an
     /// `Io` error, and the records' durability is then unknown: never sync again and trust it.
     pub fn commit(&mut self) -> Result<(), LogError> {
+        self.sync()?;
+        self.check_fence()
+    }
+
+    /// The first half of [`SegmentLog::commit`]: the sync.
+    pub fn sync(&mut self) -> Result<(), LogError> {
         for handle in self.dirty.drain(..) {
             handle.sync_data()?;
         }
         self.durable_through = self.next_position - 1;
+        Ok(())
+    }
+
+    /// The second half of [`SegmentLog::commit`]: `Ok` if the fence file still holds our
+    /// epoch (a few bytes, read from the page cache).
+    pub fn check_fence(&self) -> Result<(), LogError> {
         let fence = self.fence.read_at(0, FENCE_BYTES as usize)?;
         match decode_fence(&fence) {
             Some(e) if e == self.epoch => Ok(()),
