@@ -46,7 +46,7 @@ mod holder;
 mod versions;
 
 pub use crate::holder::ShardHolder;
-pub use versions::ManifestStore;
+pub use versions::{LayoutChoice, ManifestStore};
 pub(crate) use versions::{fenced_by, fences};
 
 /// Protobuf `UUID { bytes uuid = 1; }`.

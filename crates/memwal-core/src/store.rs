@@ -54,6 +54,7 @@ pub mod sim_fs;
 #[cfg(feature = "testing")]
 pub mod splitmix64;
 
+use crate::wal::WalLayout;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -115,6 +116,9 @@ pub struct Store {
     /// Whose calls go through this handle when no actor scope says otherwise (readers and
     /// tailers keep a handle of their own; see [`call`]).
     actor: call::Actor,
+    /// The WAL layout a writer gives a new shard when its options name none
+    /// ([`Store::with_new_shard_wal_layout`]).
+    new_shard_wal_layout: WalLayout,
 }
 
 impl fmt::Debug for Store {
@@ -286,6 +290,7 @@ impl Store {
             best_effort_budget: None,
             label: None,
             actor: call::Actor::Other,
+            new_shard_wal_layout: WalLayout::Objects,
         }
     }
 
@@ -304,6 +309,22 @@ impl Store {
         let mut s = self.clone();
         s.label = Some(Arc::from(label));
         s
+    }
+
+    /// This store, with new shards (opened without a `wal_layout` option) laid out as
+    /// `layout`. Ignored for `Segments` on an object store, which only has objects.
+    pub fn with_new_shard_wal_layout(&self, layout: WalLayout) -> Store {
+        let mut s = self.clone();
+        s.new_shard_wal_layout = layout;
+        s
+    }
+
+    /// The WAL layout a new shard gets when its writer's options name none.
+    pub fn new_shard_wal_layout(&self) -> WalLayout {
+        match self.new_shard_wal_layout {
+            WalLayout::Segments if self.local_files().is_none() => WalLayout::Objects,
+            layout => layout,
+        }
     }
 
     /// This handle with its calls attributed to `actor` where no actor scope is set.

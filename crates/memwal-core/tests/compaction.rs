@@ -30,7 +30,7 @@ fn eager_gc() -> GcOptions {
 
 #[tokio::test]
 async fn small_generations_are_merged_and_every_row_is_read_once_in_order() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let w = shard.open(small_generations()).await;
         for i in 0..10 {
             w.put(vec![batch([i])]).await.unwrap();
@@ -88,7 +88,7 @@ async fn small_generations_are_merged_and_every_row_is_read_once_in_order() {
 
 #[tokio::test]
 async fn the_writer_scans_the_compacted_list_while_it_runs() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let w = shard.open(small_generations()).await;
         let reported = backend.store.faults().pause_at("compaction-reported");
         let mut i = 0;
@@ -120,7 +120,7 @@ async fn the_writer_scans_the_compacted_list_while_it_runs() {
 
 #[tokio::test]
 async fn compaction_off_or_request_ids_in_their_window_leave_generations_alone() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         shard
             .close_after(
                 small_generations().with(|c| c.compaction = false),
@@ -187,7 +187,7 @@ async fn compaction_paused_before_commit(
 /// out of the WAL's replay range) would be lost.
 #[tokio::test]
 async fn collection_never_removes_a_compaction_in_progress() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
         let report = gc::collect(&shard.store, shard.id, &eager_gc())
             .await
@@ -219,7 +219,7 @@ async fn collection_never_removes_a_compaction_in_progress() {
 /// it once the shard's generations have moved past its number.
 #[tokio::test]
 async fn an_abandoned_compaction_loses_nothing_and_is_collected_later() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
         w.abort().await.unwrap();
         drop(pause);
@@ -253,7 +253,7 @@ async fn an_abandoned_compaction_loses_nothing_and_is_collected_later() {
 /// holder), as for any other fenced write, not with a persistence failure.
 #[tokio::test]
 async fn a_compaction_overtaken_by_a_successor_fences_its_writer_with_the_claim() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let (w, pause) = compaction_paused_before_commit(&backend, &shard).await;
         let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
         let kept = fences.clone();

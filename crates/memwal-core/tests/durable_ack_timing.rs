@@ -92,7 +92,7 @@ async fn every_durable_ack_comes_after_its_entry_is_durable() {
 // full second, whatever the machine's load, and one that did not takes none of it.
 #[tokio::test(start_paused = true)]
 async fn a_lone_durable_put_settles_without_waiting_for_the_ticker() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let w = open(
             &backend.store,
             Uuid::new_v4(),

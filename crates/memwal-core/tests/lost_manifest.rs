@@ -62,7 +62,7 @@ async fn assert_refused(backend: &Backend, shard: &Shard) {
 
 #[tokio::test]
 async fn a_shard_without_its_manifest_folder_is_refused_until_it_is_restored() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         // A generation (rows 0-1), then a writer of epoch 2 that left its sentinel and row 2
         // in the WAL.
         shard.close_after(manual_gc(), batch_per_id(0..2)).await;
@@ -98,7 +98,7 @@ async fn a_shard_without_its_manifest_folder_is_refused_until_it_is_restored() {
 /// Generation folders alone (every WAL entry collected) say as much.
 #[tokio::test]
 async fn generation_folders_without_a_manifest_are_refused_too() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         shard.close_after(manual_gc(), batch_per_id(0..2)).await;
         gc::collect(&shard.store, shard.id, &GcOptions::default())
             .await

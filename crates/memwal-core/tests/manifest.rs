@@ -80,7 +80,7 @@ fn probed() -> (Arc<ProbedStore>, Store) {
 // over.
 #[tokio::test]
 async fn the_first_claim_initializes_the_shard() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let w = shard.open(durable()).await;
         let m = shard.manifest().await;
         assert_eq!((m.version, m.writer_epoch), (1, 1), "{}", backend.name);
@@ -111,7 +111,7 @@ async fn the_first_claim_initializes_the_shard() {
 // A reader holds no manifest cache; it sees later commits.
 #[tokio::test]
 async fn a_reader_observes_later_commits() {
-    for (backend, shard) in each_backend() {
+    for (backend, shard) in each_layout() {
         let w = shard.open(durable()).await;
         let r = ShardReader::open(backend.store.clone(), shard.id)
             .await

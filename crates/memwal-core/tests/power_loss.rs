@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use memwal_core::store::sim_fs::{CrashMode, SimFs};
+use memwal_core::wal::WalLayout;
 use memwal_core::{ShardReader, ShardWriter, Store, WriterConfig};
 use support::*;
 use uuid::Uuid;
@@ -52,12 +53,19 @@ fn config(durable: bool) -> WriterConfig {
         max_wal_flush_interval_ms: None,
         max_wal_persist_retries: 0,
         wal_persist_retry_base_delay_ms: 0,
+        // Small segments: the simulated disk holds every byte of a spare in memory.
+        wal_segment_bytes: 64 << 10,
         ..WriterConfig::default()
     }
 }
 
 fn store(fs: &Arc<SimFs>, fsync: bool) -> Store {
-    Store::on_fs(fs.clone(), "/data".into(), fsync)
+    layout_store(fs, fsync, WalLayout::Objects)
+}
+
+/// A store on `fs` whose new shards get the WAL `layout`.
+fn layout_store(fs: &Arc<SimFs>, fsync: bool, layout: WalLayout) -> Store {
+    Store::on_fs(fs.clone(), "/data".into(), fsync).with_new_shard_wal_layout(layout)
 }
 
 async fn open(store: &Store, shard: Uuid, durable: bool) -> Option<ShardWriter> {
@@ -67,8 +75,14 @@ async fn open(store: &Store, shard: Uuid, durable: bool) -> Option<ShardWriter> 
 }
 
 /// Runs `ops` against a shard on `fs`; errors (after the power cut) just stop acknowledging.
-async fn run(fs: &Arc<SimFs>, fsync: bool, shard: Uuid, durable: bool, ops: &[Op]) -> History {
-    let store = store(fs, fsync);
+async fn run(
+    fs: &Arc<SimFs>,
+    (fsync, layout): (bool, WalLayout),
+    shard: Uuid,
+    durable: bool,
+    ops: &[Op],
+) -> History {
+    let store = layout_store(fs, fsync, layout);
     let mut h = History::default();
     let mut writer = open(&store, shard, durable).await;
     let mut old: Vec<ShardWriter> = Vec::new();
@@ -125,6 +139,7 @@ async fn run(fs: &Arc<SimFs>, fsync: bool, shard: Uuid, durable: bool, ops: &[Op
 
 /// What a reboot finds: the rows a new writer recovers (and a reader agrees).
 async fn recovered(fs: &Arc<SimFs>, shard: Uuid) -> Result<Vec<i32>, String> {
+    // An existing shard keeps its layout: the store's choice for new ones does not matter.
     let store = store(fs, true);
     let reader_rows = match ShardReader::open(store.clone(), shard).await {
         Ok(r) => ids(&r.scan().await.map_err(|e| e.to_string())?.batches),
@@ -181,24 +196,27 @@ fn violations(h: &History, got: &[i32]) -> Vec<String> {
 async fn crash_everywhere(
     ops: &[Op],
     durable: bool,
-    fsync: bool,
+    disk: (bool, WalLayout),
     modes: &[CrashMode],
 ) -> Vec<String> {
     let shard = Uuid::new_v4();
     let probe = Arc::new(SimFs::new());
-    run(&probe, fsync, shard, durable, ops).await;
+    run(&probe, disk, shard, durable, ops).await;
     let points = probe.persistence_points();
     let mut found = Vec::new();
     for k in 0..=points {
         for mode in modes {
             let fs = Arc::new(SimFs::new());
             fs.crash_after(k);
-            let h = run(&fs, fsync, shard, durable, ops).await;
+            let h = run(&fs, disk, shard, durable, ops).await;
             let after = Arc::new(fs.recover(*mode));
             match recovered(&after, shard).await {
                 Ok(got) => {
                     for v in violations(&h, &got) {
-                        found.push(format!("{ops:?} durable={durable} crash@{k} {mode:?}: {v}"));
+                        found.push(format!(
+                            "{ops:?} {:?} durable={durable} crash@{k} {mode:?}: {v}",
+                            disk.1
+                        ));
                     }
                 }
                 Err(e) => found.push(format!(
@@ -234,11 +252,12 @@ fn long() -> bool {
 
 /// Every sequence of up to 3 (long: 4) of `ops`, crashing at every persistence point
 /// (dropping what was not synced), recovers every acknowledged row.
-async fn every_sequence_survives_power_loss(ops: &[Op], durable: bool) {
+async fn every_sequence_survives_power_loss(ops: &[Op], durable: bool, layout: WalLayout) {
     let len = if long() { 4 } else { 3 };
     let mut found = Vec::new();
     for ops in sequences(ops, len) {
-        found.extend(crash_everywhere(&ops, durable, true, &[CrashMode::DropUnsynced]).await);
+        let disk = (true, layout);
+        found.extend(crash_everywhere(&ops, durable, disk, &[CrashMode::DropUnsynced]).await);
     }
     assert_no_violations(found);
 }
@@ -246,13 +265,23 @@ async fn every_sequence_survives_power_loss(ops: &[Op], durable: bool) {
 // Every sequence for a durable writer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_acknowledgements_survive_power_loss_at_every_sync() {
-    every_sequence_survives_power_loss(&[Op::Put, Op::Seal, Op::Failover, Op::Reopen], true).await;
+    let ops = [Op::Put, Op::Seal, Op::Failover, Op::Reopen];
+    every_sequence_survives_power_loss(&ops, true, WalLayout::Objects).await;
+}
+
+// The same on the segment-log WAL: its syncs, the fence file, claims and rotations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_acknowledgements_survive_power_loss_at_every_sync_on_segments() {
+    let ops = [Op::Put, Op::Seal, Op::Failover, Op::Reopen];
+    every_sequence_survives_power_loss(&ops, true, WalLayout::Segments).await;
 }
 
 // The same for non-durable puts made durable by flush, a generation flush or close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushed_non_durable_puts_survive_power_loss_at_every_sync() {
-    every_sequence_survives_power_loss(&[Op::Put, Op::Flush, Op::Seal, Op::Reopen], false).await;
+    let ops = [Op::Put, Op::Flush, Op::Seal, Op::Reopen];
+    every_sequence_survives_power_loss(&ops, false, WalLayout::Objects).await;
+    every_sequence_survives_power_loss(&ops, false, WalLayout::Segments).await;
 }
 
 // File systems may persist part of what was not synced (ALICE): random subsets of unsynced
@@ -268,8 +297,10 @@ async fn random_partial_persistence_of_unsynced_state_is_recovered() {
         (&[Op::Put, Op::Flush, Op::Put, Op::Seal, Op::Put], false),
     ];
     let mut found = Vec::new();
-    for (ops, durable) in scenarios {
-        found.extend(crash_everywhere(ops, *durable, true, &seeds).await);
+    for layout in [WalLayout::Objects, WalLayout::Segments] {
+        for (ops, durable) in scenarios {
+            found.extend(crash_everywhere(ops, *durable, (true, layout), &seeds).await);
+        }
     }
     assert_no_violations(found);
 }
@@ -280,9 +311,10 @@ async fn random_partial_persistence_of_unsynced_state_is_recovered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_power_loss_check_fails_when_fsync_is_switched_off() {
     let ops = [Op::Put, Op::Put, Op::Seal, Op::Put];
-    let with_fsync = crash_everywhere(&ops, true, true, &[CrashMode::DropUnsynced]).await;
+    let drop = [CrashMode::DropUnsynced];
+    let with_fsync = crash_everywhere(&ops, true, (true, WalLayout::Objects), &drop).await;
     assert!(with_fsync.is_empty(), "{with_fsync:?}");
-    let without = crash_everywhere(&ops, true, false, &[CrashMode::DropUnsynced]).await;
+    let without = crash_everywhere(&ops, true, (false, WalLayout::Objects), &drop).await;
     assert!(
         without
             .iter()

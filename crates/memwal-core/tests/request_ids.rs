@@ -76,7 +76,7 @@ async fn flush_generation(w: &ShardWriter) {
 
 #[tokio::test]
 async fn a_retry_on_the_same_writer_gets_the_first_result_and_writes_nothing() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let w = shard.open(durable()).await;
         w.put(vec![batch([0])]).await.unwrap();
@@ -170,7 +170,7 @@ async fn a_retry_of_an_in_flight_put_waits_for_its_append() {
 
 #[tokio::test]
 async fn a_retry_of_an_in_flight_put_that_fails_gets_the_same_typed_error() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let a = Arc::new(shard.open(durable()).await);
         let pause = backend.store.faults().pause_at("wal-append-before-put");
@@ -192,7 +192,7 @@ async fn a_retry_of_an_in_flight_put_that_fails_gets_the_same_typed_error() {
 
 #[tokio::test]
 async fn a_retry_after_a_reopen_is_answered_from_the_replayed_entry() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let a = shard.open(durable()).await;
         a.put(vec![batch([0])]).await.unwrap();
@@ -245,7 +245,7 @@ async fn a_retry_gets_the_positions_the_first_put_returned_not_where_replay_put_
 
 #[tokio::test]
 async fn a_failover_writer_sees_the_ids_of_the_writer_it_fenced() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let a = shard.open(durable()).await;
         let first = a.put_with(vec![batch([1])], id("a")).await.unwrap();
@@ -263,7 +263,7 @@ async fn a_failover_writer_sees_the_ids_of_the_writer_it_fenced() {
 
 #[tokio::test]
 async fn ids_of_a_flushed_generation_survive_a_reopen_within_the_retention() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let a = shard.open(durable()).await;
         let first = a.put_with(vec![batch([1])], id("a")).await.unwrap();
@@ -409,7 +409,7 @@ async fn a_retrys_watcher_fails_when_the_writer_is_dropped_unclosed() {
 // acknowledged, so a retry on the next writer writes the rows, exactly once.
 #[tokio::test]
 async fn a_crash_before_the_entry_lands_lets_the_retry_write_the_rows_once() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let shard = Shard::new(&backend.store);
         let a = Arc::new(shard.open(durable()).await);
         let pause = backend.store.faults().pause_at("wal-append-before-put");

@@ -262,3 +262,61 @@ async fn takeovers_back_and_forth_keep_every_acknowledged_row() {
     drop(stale);
     shard.assert_recovered(expected).await;
 }
+
+// A claim while the stale writer is about to rotate: its rotation finds the next segment
+// number taken by the claimant's segment, and its put fails; nothing it wrote after the claim
+// is read.
+#[tokio::test]
+async fn a_claim_before_a_stale_writers_rotation_fences_the_rotation() {
+    let backend = Backend::local();
+    let shard = Shard::new(&backend.store);
+    let a = Arc::new(shard.open(segments()).await);
+    a.put(vec![rows(0, 1)]).await.unwrap();
+    let pause = backend.store.faults().pause_at("wal-append-before-put");
+    // More than a 64 KiB segment holds: this append must rotate.
+    let put = spawn_put(&a, vec![rows(1000, 4000)]);
+    pause.reached().await;
+    let other = shard.through(backend.second_handle());
+    let b = other.open(segments()).await;
+    pause.release();
+    assert_peer_claimed(&put.await.unwrap().unwrap_err());
+    b.put(vec![rows(1, 1)]).await.unwrap();
+    b.close().await.unwrap();
+    other.assert_recovered([0, 1]).await;
+}
+
+// A claim in the middle of a burst of puts that rotate segment after segment: every put that
+// succeeded is read back once, in order, and no put that failed left a row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_during_a_burst_of_rotations_keeps_exactly_the_acknowledged_rows() {
+    let backend = Backend::local();
+    let shard = Shard::new(&backend.store);
+    let a = Arc::new(shard.open(segments()).await);
+    let puts: Vec<_> = (0..40)
+        .map(|i| (i, spawn_put(&a, vec![rows(i * 1000, 600)])))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let other = shard.through(backend.second_handle());
+    let b = other.open(segments()).await;
+    let mut acknowledged = Vec::new();
+    for (i, put) in puts {
+        match put.await.unwrap() {
+            Ok(_) => acknowledged.push(i),
+            Err(e) => assert_peer_claimed(&e),
+        }
+    }
+    let expected: Vec<i32> = acknowledged
+        .iter()
+        .flat_map(|i| i * 1000..i * 1000 + 600)
+        .collect();
+    let got = scanned_ids(&b).await;
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    assert_eq!(got_sorted, expected_sorted, "exactly the acknowledged rows");
+    b.close().await.unwrap();
+    let mut recovered = other.recovered_ids().await;
+    recovered.sort();
+    assert_eq!(recovered, expected_sorted);
+}

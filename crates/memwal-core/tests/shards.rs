@@ -21,7 +21,7 @@ fn named(name: &str) -> WriterConfig {
 
 #[tokio::test]
 async fn a_name_reaches_the_same_shard_every_time_and_the_manifest_records_it() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let w = ShardWriter::open(backend.store.clone(), schema(), named("events"))
             .await
             .unwrap();
@@ -118,7 +118,7 @@ async fn a_reader_of_a_name_nobody_wrote_says_which_name() {
 // folder holding a WAL entry but no manifest lost its manifest (`tests/lost_manifest.rs`).
 #[tokio::test]
 async fn listings_give_names_and_ids_and_set_apart_folders_without_a_manifest() {
-    for backend in Backend::all() {
+    for backend in Backend::every_layout() {
         let store = &backend.store;
         let by_id = Uuid::new_v4();
         for config in [named("events"), on(by_id, durable())] {

@@ -37,6 +37,15 @@ use crate::shard::ShardName;
 use crate::store::{CreateOutcome, ShardPaths, Store, parse_bitrev64_name};
 use crate::wal::WalLayout;
 
+/// The WAL layout a claim asks for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LayoutChoice {
+    /// The layout the writer's options name: an existing shard of another layout is refused.
+    pub asked: Option<WalLayout>,
+    /// The layout a new shard gets when none is asked for.
+    pub for_new_shard: WalLayout,
+}
+
 /// The versions of one shard's manifest. Clones share one commit lock: a writer's commits
 /// (generation flushes, compactions, its closing commit) run one at a time, so a version above
 /// one of its own creates is never its own.
@@ -147,15 +156,19 @@ impl ManifestStore {
         if let Some(m) = self.read_latest().await? {
             return Ok(Some(m));
         }
-        let (wal, dirs) = tokio::try_join!(
-            async {
-                self.store
-                    .list(&self.paths.wal_dir())
-                    .await
-                    .map_err(|e| Error::io(format!("listing the WAL of shard {}", self.shard()), e))
-            },
+        let list = |dir: object_store::path::Path| async move {
+            self.store
+                .list(&dir)
+                .await
+                .map_err(|e| Error::io(format!("listing the WAL of shard {}", self.shard()), e))
+        };
+        let (wal, segments, dirs) = tokio::try_join!(
+            list(self.paths.wal_dir()),
+            list(self.paths.segments_dir()),
             self.store.list_dirs(self.paths.shard_dir()),
         )?;
+        // Segments count as entries: a segment-layout shard's WAL (spares and the fence file,
+        // whose names start otherwise, hold none).
         let entries = wal
             .iter()
             .filter(|m| {
@@ -164,7 +177,15 @@ impl ManifestStore {
                     .and_then(parse_bitrev64_name)
                     .is_some()
             })
-            .count();
+            .count()
+            + segments
+                .iter()
+                .filter(|m| {
+                    m.location
+                        .filename()
+                        .is_some_and(|n| n.ends_with(".seg") && !n.starts_with('.'))
+                })
+                .count();
         let generations = dirs.iter().filter(|d| d.contains("_gen_")).count();
         if entries == 0 && generations == 0 {
             return Ok(None);
@@ -275,7 +296,7 @@ impl ManifestStore {
     /// with `SchemaMismatch` before claiming.
     pub async fn claim_epoch(&self, schema: &Schema, writer_id: &str) -> Result<ShardManifest> {
         let latest = self.read_latest().await?;
-        self.claim_epoch_after(latest, schema, writer_id, None, None)
+        self.claim_epoch_after(latest, schema, writer_id, None, LayoutChoice::default())
             .await
     }
 
@@ -294,7 +315,7 @@ impl ManifestStore {
         schema: &Schema,
         writer_id: &str,
         name: Option<&ShardName>,
-        layout: Option<WalLayout>,
+        layout: LayoutChoice,
     ) -> Result<ShardManifest> {
         let schema_bytes = encode_schema(&Schema::new(schema.fields().clone()))?;
         let mut latest = Some(latest);
@@ -369,19 +390,19 @@ impl ManifestStore {
         Ok(next)
     }
 
-    /// `next`, a claim, with its WAL layout: a new shard (`existed` false) takes `asked`
-    /// (objects if `None`); an existing shard keeps the layout it records.
+    /// `next`, a claim, with its WAL layout: a new shard (`existed` false) takes the
+    /// layout `choice` gives new shards; an existing shard keeps the layout it records.
     ///
     /// # Errors
-    /// `InvalidArgument` if `asked` names another layout than the existing shard's.
+    /// `InvalidArgument` if the layout asked for is not the existing shard's.
     fn with_layout(
         &self,
         mut next: ShardManifest,
         existed: bool,
-        asked: Option<WalLayout>,
+        choice: LayoutChoice,
     ) -> Result<ShardManifest> {
         let recorded = WalLayout::of(&next);
-        match asked {
+        match choice.asked.or((!existed).then_some(choice.for_new_shard)) {
             Some(asked) if existed && asked != recorded => Err(Error::invalid(format!(
                 "shard {}'s WAL uses the {} layout, and walLayout '{}' was asked; open it without walLayout, or convert its WAL first with `memwal wal convert <location> --to {}`",
                 self.shard(),

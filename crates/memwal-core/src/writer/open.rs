@@ -25,7 +25,7 @@ use crate::flush::compaction::{CompactionPolicy, Compactor};
 use crate::flush::completion::Watcher;
 use crate::flush::generation::{GenerationFlusher, GenerationMsg};
 use crate::flush::wal_handler::{WalFlushHandler, WalMsg};
-use crate::manifest::{ManifestStore, ShardManifest, check_same_schema};
+use crate::manifest::{LayoutChoice, ManifestStore, ShardManifest, check_same_schema};
 use crate::memtable::{MemTable, WalProgress};
 use crate::reader::generation_schema;
 use crate::request_id::{PutRecord, decode_records};
@@ -313,16 +313,21 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
     {
         check_same_schema(shard.id(), &stored, &schema)?;
     }
+    let choice = LayoutChoice {
+        asked: config.wal_layout,
+        for_new_shard: config
+            .wal_layout
+            .unwrap_or_else(|| store.new_shard_wal_layout()),
+    };
     let layout = latest
         .as_ref()
         .map(WalLayout::of)
-        .or(config.wal_layout)
-        .unwrap_or(WalLayout::Objects);
+        .unwrap_or(choice.for_new_shard);
     if layout == WalLayout::Segments {
         let files = segments::files_of(&store, &paths, config.wal_segment_bytes)?;
         segments::check_local_disk(&files)?;
         let manifest = manifests
-            .claim_epoch_after(latest, &schema, &writer_id, shard.name(), config.wal_layout)
+            .claim_epoch_after(latest, &schema, &writer_id, shard.name(), choice)
             .await?;
         let claim = claim_of(store, paths, manifests, &manifest, writer_id, schema);
         return claim_segments(claim, manifest, files).await;
@@ -331,7 +336,7 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
     // A hole after the cursor would look like the tip to the search and to replay: every entry
     // after it would be dropped, and this writer would write into it (see `wal`).
     let (manifest, tip, staged, gap) = tokio::try_join!(
-        manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name(), config.wal_layout),
+        manifests.claim_epoch_after(latest, &schema, &writer_id, shard.name(), choice),
         wal::discover_tip(&store, &paths, start.hint, start.low_water),
         async {
             // Epoch 1 is the first claim ever: no predecessor to fence. A staging error is not

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use memwal_core::Store;
+use memwal_core::wal::WalLayout;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -48,9 +49,34 @@ impl Backend {
         }
     }
 
-    /// One of each.
+    /// A local directory whose new shards use the segment-log WAL.
+    pub fn local_segments() -> Self {
+        let local = Backend::local();
+        Backend {
+            name: "local-segments",
+            store: local.store.with_new_shard_wal_layout(WalLayout::Segments),
+            ..local
+        }
+    }
+
+    /// Whether new shards of this backend use the segment-log WAL.
+    pub fn segments(&self) -> bool {
+        self.name == "local-segments"
+    }
+
+    /// One of each kind of store: a local directory and memory (both with one object per WAL
+    /// entry, the layout the tests that look at WAL objects need).
     pub fn all() -> Vec<Backend> {
         vec![Backend::local(), Backend::memory()]
+    }
+
+    /// Every WAL layout: a local directory with each, and memory.
+    pub fn every_layout() -> Vec<Backend> {
+        vec![
+            Backend::local(),
+            Backend::local_segments(),
+            Backend::memory(),
+        ]
     }
 
     /// This backend with a new shard in it: `let (backend, shard) = Backend::memory().with_shard();`.
@@ -62,6 +88,7 @@ impl Backend {
     /// A new, empty backend of the same kind.
     pub fn fresh(&self) -> Backend {
         match self.dir {
+            Some(_) if self.segments() => Backend::local_segments(),
             Some(_) => Backend::local(),
             None => Backend::memory(),
         }
@@ -76,7 +103,9 @@ impl Backend {
     /// would have.
     pub fn second_handle(&self) -> Store {
         match &self.dir {
-            Some(dir) => Store::local(dir.path()).unwrap(),
+            Some(dir) => Store::local(dir.path())
+                .unwrap()
+                .with_new_shard_wal_layout(self.store.new_shard_wal_layout()),
             None => Store::from_object_store(self.raw.clone(), Path::default(), "memory://test"),
         }
     }
@@ -169,6 +198,15 @@ impl Backend {
         let dir = self.store.shard_paths(shard).shard_dir().clone();
         self.object_names(&dir).await
     }
+}
+
+/// Every WAL layout's backend, each with a new shard in it: for tests of what works alike on
+/// both layouts.
+pub fn each_layout() -> Vec<(Backend, Shard)> {
+    Backend::every_layout()
+        .into_iter()
+        .map(Backend::with_shard)
+        .collect()
 }
 
 /// Every backend, each with a new shard in it: `for (backend, shard) in each_backend()`.

@@ -31,7 +31,7 @@ use memwal_core::{
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-pub use backend::{Backend, each_backend};
+pub use backend::{Backend, each_backend, each_layout};
 pub use shard::Shard;
 
 /// `id: Int32 not null, name: Utf8` (the reference's test schema).
