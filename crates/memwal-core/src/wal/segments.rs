@@ -123,7 +123,7 @@ pub async fn read_entries(store: &Store, paths: &ShardPaths, start: u64) -> Resu
 pub fn log_error(shard: uuid::Uuid, e: log::LogError) -> Error {
     match e {
         log::LogError::Damage(d) => Error::corrupt(
-            &format!("segment {} of shard {shard}", d.seq),
+            format!("segment {} of shard {shard}", d.seq),
             format!("WAL segment damaged at offset {}: {}", d.offset, d.why),
             None,
         ),

@@ -233,7 +233,7 @@ pub(crate) async fn open(
             let (recovered, open_stats) =
                 recover_timed(&claimed, &config, started, Source::Segments(&read)).await?;
             let wal: Box<dyn WalWriter> =
-                Box::new(SegmentWalWriter::new(claimed.claim.clone(), log));
+                Box::new(SegmentWalWriter::new(claimed.claim.clone(), *log));
             (wal, None, recovered, open_stats)
         }
     };
@@ -288,7 +288,7 @@ enum ClaimedWal {
         staged: Option<StagedSentinel>,
     },
     /// The claimed segment log, and what the claim read of it after the replay cursor.
-    Segments { log: SegmentLog, read: Read },
+    Segments { log: Box<SegmentLog>, read: Read },
 }
 
 /// Claims the next epoch of the shard `config` names, and finds the WAL's tip for it.
@@ -434,7 +434,10 @@ async fn claim_segments(
     Ok(Claimed {
         claim,
         manifest,
-        wal: ClaimedWal::Segments { log, read },
+        wal: ClaimedWal::Segments {
+            log: Box::new(log),
+            read,
+        },
     })
 }
 
