@@ -66,6 +66,7 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
                     shard = %inner.claim.shard_id(),
                     low_water = report.low_water,
                     wal_entries_removed = report.wal_entries_removed,
+                    wal_segments_removed = report.wal_segments_removed,
                     manifest_versions_removed = report.manifest_versions_removed,
                     generation_dirs_removed = report.generation_dirs_removed.len(),
                     bytes_removed = report.bytes_removed,
