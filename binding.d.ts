@@ -211,20 +211,28 @@ export interface GcReport {
   manifestVersion: number
   /** Its WAL low-water mark: entries at or below it may be removed. */
   lowWater: number
-  /** WAL entries removed. */
+  /**
+   * WAL entries removed (on a shard of the segment layout: the positions the segments
+   * removed held).
+   */
   walEntriesRemoved: number
   /**
    * WAL entries at or below the mark kept to fence stale writers (fence sentinels and the
-   * entry before each).
+   * entry before each). Always 0 on the segment layout.
    */
   walEntriesKept: number
+  /**
+   * WAL segments taken out of the log (segment layout): recycled as spares for the writer's
+   * next segments, or removed.
+   */
+  walSegmentsRemoved: number
   /** Manifest versions removed. */
   manifestVersionsRemoved: number
   /** Generation folders the manifest does not list that were removed. */
   generationDirsRemoved: Array<string>
   /** Such folders kept: too recent, or of a flush that may be in progress. */
   generationDirsKept: Array<string>
-  /** Bytes of the objects removed. */
+  /** Bytes of the objects removed (a segment recycled as a spare keeps its bytes). */
   bytesRemoved: number
   /** True if nothing was removed on purpose. */
   dryRun: boolean

@@ -51,6 +51,7 @@ interface GcJson {
   lowWater: number
   walEntriesRemoved: number
   walEntriesKept: number
+  walSegmentsRemoved: number
   manifestVersionsRemoved: number
   generationDirsRemoved: string[]
   generationDirsKept: string[]
@@ -149,6 +150,7 @@ test('gc --json prints one object; abandoned generation folders wait for the gra
     'shardName',
     'walEntriesKept',
     'walEntriesRemoved',
+    'walSegmentsRemoved',
   ])
   t.like(kept, {
     shardId,
@@ -159,6 +161,7 @@ test('gc --json prints one object; abandoned generation folders wait for the gra
     lowWater: 5,
     walEntriesRemoved: 3,
     walEntriesKept: 2,
+    walSegmentsRemoved: 0,
     dryRun: false,
   })
   t.deepEqual(kept.generationDirsKept, ['deadbeef_gen_1'], 'newer than the default grace period')

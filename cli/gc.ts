@@ -60,6 +60,12 @@ function render(shard: ShardInfo, r: GcReport, o: GcCliOptions): string {
         '(their rows are in flushed generations)',
     )
   }
+  if (r.walSegmentsRemoved > 0) {
+    lines.push(
+      `  WAL: ${removed} ${plural(r.walSegmentsRemoved, 'segment', 'segments')} holding them ` +
+        "(recycled as spares for the writer's next segments, or deleted)",
+    )
+  }
   if (r.walEntriesKept > 0) {
     lines.push(
       `  WAL: ${kept} ${plural(r.walEntriesKept, 'entry', 'entries')} at or below the mark to fence stale writers ` +
@@ -102,7 +108,8 @@ export function gcCommand(program: Command): void {
       // One paragraph: commander wraps it to the terminal's width.
       'Garbage-collects one shard, as a writer does in the background: removes WAL entries at or below the ' +
         "manifest's low-water mark (their rows are in flushed generations), except fence sentinels and the entry " +
-        'just before each (they keep stale writers fenced); manifest versions beyond the newest ' +
+        'just before each (they keep stale writers fenced), or on a segment-layout shard the WAL segments wholly ' +
+        'at or below the mark (recycled as spares or deleted); manifest versions beyond the newest ' +
         '--keep-manifest-versions; and generation folders the manifest does not list, of a generation it has ' +
         'passed, once their newest file is older than --grace-ms. It writes nothing and claims nothing, so it is ' +
         'safe while a writer runs, from any machine; a run cut short is finished by the next one. ' +

@@ -13,8 +13,10 @@ export type { GcReport } from '../native.js'
 
 /**
  * Removes what a shard no longer needs: WAL entries whose rows are in committed generations
- * (never a fence sentinel, nor the entry just before one), manifest versions beyond the newest
- * `keepManifestVersions`, and generation folders of abandoned flushes older than `graceMs`.
+ * (never a fence sentinel, nor the entry just before one; on a segment-layout shard, the WAL
+ * segments wholly at or below the low-water mark, recycled as spares or deleted), manifest
+ * versions beyond the newest `keepManifestVersions`, and generation folders of abandoned
+ * flushes older than `graceMs`.
  * Safe while a writer runs, and from any process: it writes nothing, and removes only what the
  * latest manifest allows. A rerun after a failure continues where it stopped.
  *

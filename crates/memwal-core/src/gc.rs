@@ -3,7 +3,10 @@
 //! [`collect`] reads the latest manifest and removes, oldest first:
 //! 1. **WAL entries at or below the low-water mark** (`ShardManifest::wal_low_water`), whose
 //!    rows are all in committed generations: every generation commit raises the mark to its
-//!    replay cursor. Fence sentinels and the entry just before each are kept (below).
+//!    replay cursor. Fence sentinels and the entry just before each are kept (below). On a
+//!    shard of the segment layout, the segments whose every position is at or below the mark
+//!    instead, recycled as spares or removed ([`crate::wal::segments::collect`], which argues
+//!    why no reader, claimant or stale writer misses one).
 //! 2. **Manifest versions** older than the newest [`GcOptions::keep_manifest_versions`].
 //! 3. **Generation folders the manifest does not list**, for a generation number the manifest
 //!    has already passed, once their newest file is older than [`GcOptions::grace`]: flushes
@@ -53,7 +56,8 @@ use crate::shard::ShardRef;
 use crate::store::call::Actor;
 use crate::store::faults::as_actor;
 use crate::store::{ShardPaths, Store, parse_bitrev64_name};
-use crate::wal::{self, entry};
+use crate::wal::segments::{self, log::DEFAULT_SEGMENT_BYTES};
+use crate::wal::{self, WalLayout, entry};
 
 pub use crate::config::MIN_KEEP_MANIFEST_VERSIONS;
 
@@ -86,18 +90,21 @@ pub struct GcReport {
     pub manifest_version: u64,
     /// Its WAL low-water mark: entries at or below it may be removed.
     pub low_water: u64,
-    /// WAL entries removed.
+    /// WAL entries removed (on the segment layout: the positions the segments removed held).
     pub wal_entries_removed: u64,
     /// WAL entries at or below the mark that are kept to fence stale writers (sentinels and
-    /// the entry before each), or could not be read to tell.
+    /// the entry before each), or could not be read to tell. Always 0 on the segment layout.
     pub wal_entries_kept: u64,
+    /// WAL segments taken out of the log (segment layout): recycled as spares for the
+    /// writer's next segments, or removed.
+    pub wal_segments_removed: u64,
     /// Manifest versions removed.
     pub manifest_versions_removed: u64,
     /// Unlisted generation folders removed, by name.
     pub generation_dirs_removed: Vec<String>,
     /// Unlisted generation folders kept (too recent, or of a flush that may be in progress).
     pub generation_dirs_kept: Vec<String>,
-    /// Bytes of the objects removed.
+    /// Bytes of the objects removed (a segment recycled as a spare keeps its bytes).
     pub bytes_removed: u64,
     /// True if nothing was removed on purpose.
     pub dry_run: bool,
@@ -153,7 +160,10 @@ pub(crate) async fn collect_from(
         dry_run: options.dry_run,
         ..GcReport::default()
     };
-    collection.wal_entries(&mut report).await?;
+    match WalLayout::of(manifest) {
+        WalLayout::Objects => collection.wal_entries(&mut report).await?,
+        WalLayout::Segments => collection.wal_segments(&mut report).await?,
+    }
     collection.manifest_versions(&mut report).await?;
     collection.generation_dirs(&mut report).await?;
     Ok(report)
@@ -212,6 +222,28 @@ impl Collection<'_> {
             report.wal_entries_removed += 1;
             report.bytes_removed += size;
         }
+        Ok(())
+    }
+
+    /// Removal 1 on the segment layout: segments wholly at or below the mark, recycled or
+    /// removed, and leftovers of spares (on a blocking thread).
+    async fn wal_segments(&self, report: &mut GcReport) -> Result<()> {
+        let files = segments::files_of(self.store, self.paths, DEFAULT_SEGMENT_BYTES)?;
+        let (low_water, grace, dry_run) = (
+            self.manifest.wal_low_water,
+            self.options.grace,
+            self.options.dry_run,
+        );
+        let shard = self.paths.shard_id();
+        let collected = tokio::task::spawn_blocking(move || {
+            segments::collect::collect(&files, low_water, grace, dry_run)
+        })
+        .await
+        .map_err(|e| Error::io_msg(format!("collecting the WAL segments of shard {shard}: {e}")))?
+        .map_err(|e| Error::io(format!("collecting the WAL segments of shard {shard}"), e))?;
+        report.wal_segments_removed += collected.segments;
+        report.wal_entries_removed += collected.positions;
+        report.bytes_removed += collected.bytes_removed;
         Ok(())
     }
 

@@ -393,12 +393,10 @@ impl ShardReader {
                 Ok(entries) => entries,
                 Err(newer) => return Ok(Snapshot::Collected(newer)),
             },
-            WalLayout::Segments => segments::read_entries(&self.store, &self.paths, start)
-                .await?
-                .entries
-                .into_iter()
-                .filter(|e| !e.is_sentinel)
-                .collect(),
+            WalLayout::Segments => match self.wal_segments(manifest, start).await? {
+                Ok(entries) => entries,
+                Err(newer) => return Ok(Snapshot::Collected(newer)),
+            },
         };
         for entry in wal_batches {
             let s = schema.get_or_insert_with(|| entry.schema.clone()).clone();
@@ -447,6 +445,39 @@ impl ShardReader {
         Ok(Ok(wal_batches))
     }
 
+    /// The entries of a segment-layout WAL from `start` on, as of `manifest`, or the newer
+    /// manifest to read as of if collection took a segment this read needed: then no segment
+    /// holds `start` any more, or (defensively) the read found damage that a newer mark
+    /// explains.
+    async fn wal_segments(
+        &self,
+        manifest: &ShardManifest,
+        start: u64,
+    ) -> Result<std::result::Result<Vec<WalEntry>, Box<ShardManifest>>> {
+        let read = segments::read_entries(&self.store, &self.paths, start).await;
+        let missing_from_start = match &read {
+            Ok(found) => found.first_available.filter(|first| *first > start),
+            Err(e) if e.code() == ErrorCode::Corrupt => Some(start),
+            Err(_) => None,
+        };
+        let Some(first) = missing_from_start else {
+            return Ok(Ok(wal_rows(read?.entries)));
+        };
+        if let Some(newer) = self.collected_past(manifest, start).await? {
+            return Ok(Err(Box::new(newer)));
+        }
+        read?;
+        Err(Error::corrupt(
+            self.paths.segments_dir().as_ref(),
+            format!(
+                "WAL positions {start} to {} are in no segment, and no manifest newer than version {} has a low-water mark that covers them: a hole in the WAL",
+                first - 1,
+                manifest.version
+            ),
+            None,
+        ))
+    }
+
     /// The latest manifest, if it is newer than `manifest` and its low-water mark reaches
     /// `position`: then an empty slot there may be collection's doing, not the tip or a hole.
     /// Read after the slot was found empty, so a collection that emptied it had committed
@@ -463,6 +494,11 @@ impl ShardReader {
         let low_water = wal::low_water(&self.store, &self.paths, &latest).await?;
         Ok((position <= low_water).then_some(latest))
     }
+}
+
+/// The entries that hold rows, fence sentinels left out.
+fn wal_rows(entries: Vec<WalEntry>) -> Vec<WalEntry> {
+    entries.into_iter().filter(|e| !e.is_sentinel).collect()
 }
 
 /// Reads of a shard as of one manifest that collection overtook before they finished, in a

@@ -83,6 +83,7 @@ fn json_of(event: &WriterEvent) -> serde_json::Value {
             "lowWater": r.low_water,
             "walEntriesRemoved": r.wal_entries_removed,
             "walEntriesKept": r.wal_entries_kept,
+            "walSegmentsRemoved": r.wal_segments_removed,
             "manifestVersionsRemoved": r.manifest_versions_removed,
             "generationDirsRemoved": r.generation_dirs_removed,
             "generationDirsKept": r.generation_dirs_kept,

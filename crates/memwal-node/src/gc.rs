@@ -25,18 +25,22 @@ pub struct NativeGcReport {
     pub manifest_version: f64,
     /// Its WAL low-water mark: entries at or below it may be removed.
     pub low_water: f64,
-    /// WAL entries removed.
+    /// WAL entries removed (on a shard of the segment layout: the positions the segments
+    /// removed held).
     pub wal_entries_removed: f64,
     /// WAL entries at or below the mark kept to fence stale writers (fence sentinels and the
-    /// entry before each).
+    /// entry before each). Always 0 on the segment layout.
     pub wal_entries_kept: f64,
+    /// WAL segments taken out of the log (segment layout): recycled as spares for the writer's
+    /// next segments, or removed.
+    pub wal_segments_removed: f64,
     /// Manifest versions removed.
     pub manifest_versions_removed: f64,
     /// Generation folders the manifest does not list that were removed.
     pub generation_dirs_removed: Vec<String>,
     /// Such folders kept: too recent, or of a flush that may be in progress.
     pub generation_dirs_kept: Vec<String>,
-    /// Bytes of the objects removed.
+    /// Bytes of the objects removed (a segment recycled as a spare keeps its bytes).
     pub bytes_removed: f64,
     /// True if nothing was removed on purpose.
     pub dry_run: bool,
@@ -49,6 +53,7 @@ impl From<GcReport> for NativeGcReport {
             low_water: r.low_water as f64,
             wal_entries_removed: r.wal_entries_removed as f64,
             wal_entries_kept: r.wal_entries_kept as f64,
+            wal_segments_removed: r.wal_segments_removed as f64,
             manifest_versions_removed: r.manifest_versions_removed as f64,
             generation_dirs_removed: r.generation_dirs_removed,
             generation_dirs_kept: r.generation_dirs_kept,

@@ -501,6 +501,14 @@ impl Faults {
         }
     }
 
+    /// [`Faults::pause_point`] for code on a blocking thread (the segment-log WAL's file I/O),
+    /// which holds the thread while it waits.
+    pub(crate) fn pause_point_blocking(&self, name: &str) {
+        if self.any_pause.load(Ordering::Relaxed) {
+            futures::executor::block_on(self.pause_point(name));
+        }
+    }
+
     /// Switches every fault off, armed failures and delays included (attempt counters keep
     /// counting; armed stalls stay until released).
     pub fn recover(&self) {

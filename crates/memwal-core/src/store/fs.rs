@@ -194,6 +194,8 @@ fn statfs_network_kind(path: &Path) -> io::Result<Option<&'static str>> {
     while let Some(p) = at {
         match rustix::fs::statfs(p) {
             Ok(st) => {
+                // `f_type` is narrower than i64 on some targets.
+                #[allow(clippy::unnecessary_cast)]
                 let magic = st.f_type as i64;
                 return Ok(NETWORK_FILE_SYSTEMS
                     .iter()

@@ -28,6 +28,11 @@ impl Faults {
     #[inline(always)]
     pub(crate) async fn pause_point(&self, _name: &str) {}
 
+    /// Where a test could pause memwal on a blocking thread; without the `testing` feature,
+    /// never.
+    #[inline(always)]
+    pub(crate) fn pause_point_blocking(&self, _name: &str) {}
+
     /// Where a test could hold a store call; without the `testing` feature, never.
     #[inline(always)]
     pub(crate) async fn store_call(

@@ -8,7 +8,9 @@
 //! - [`log`]: the segments folder of a shard (segments, spares, the fence file), a claim, and
 //!   one writer's appends and group commits.
 //! - [`writer`]: [`SegmentWalWriter`], the writer's [`super::WalWriter`] over a claimed log.
+//! - [`collect`]: garbage collection of segments, and the reads it may overtake.
 
+pub mod collect;
 pub mod format;
 pub mod log;
 pub mod scan;
@@ -64,7 +66,7 @@ pub fn files_of(
         ))
     })?;
     let dir = local.root.join(paths.segments_dir().as_ref());
-    Ok(log::SegmentFiles::new(local.fs, dir, segment_bytes))
+    Ok(log::SegmentFiles::new(local.fs, dir, segment_bytes).with_faults(store.faults().clone()))
 }
 
 /// Refuses to write segments on a network file system: the fence re-check after each sync
@@ -123,7 +125,7 @@ pub async fn read_entries(store: &Store, paths: &ShardPaths, start: u64) -> Resu
 pub fn log_error(shard: uuid::Uuid, e: log::LogError) -> Error {
     match e {
         log::LogError::Damage(d) => Error::corrupt(
-            &format!("segment {} of shard {shard}", d.seq),
+            format!("segment {} of shard {shard}", d.seq),
             format!("WAL segment damaged at offset {}: {}", d.offset, d.why),
             None,
         ),

@@ -66,6 +66,7 @@ async fn collect_periodically(writer: std::sync::Weak<WriterInner>, interval: Du
                     shard = %inner.claim.shard_id(),
                     low_water = report.low_water,
                     wal_entries_removed = report.wal_entries_removed,
+                    wal_segments_removed = report.wal_segments_removed,
                     manifest_versions_removed = report.manifest_versions_removed,
                     generation_dirs_removed = report.generation_dirs_removed.len(),
                     bytes_removed = report.bytes_removed,
@@ -233,7 +234,7 @@ pub(crate) async fn open(
             let (recovered, open_stats) =
                 recover_timed(&claimed, &config, started, Source::Segments(&read)).await?;
             let wal: Box<dyn WalWriter> =
-                Box::new(SegmentWalWriter::new(claimed.claim.clone(), log));
+                Box::new(SegmentWalWriter::new(claimed.claim.clone(), *log));
             (wal, None, recovered, open_stats)
         }
     };
@@ -288,7 +289,7 @@ enum ClaimedWal {
         staged: Option<StagedSentinel>,
     },
     /// The claimed segment log, and what the claim read of it after the replay cursor.
-    Segments { log: SegmentLog, read: Read },
+    Segments { log: Box<SegmentLog>, read: Read },
 }
 
 /// Claims the next epoch of the shard `config` names, and finds the WAL's tip for it.
@@ -439,7 +440,10 @@ async fn claim_segments(
     Ok(Claimed {
         claim,
         manifest,
-        wal: ClaimedWal::Segments { log, read },
+        wal: ClaimedWal::Segments {
+            log: Box::new(log),
+            read,
+        },
     })
 }
 

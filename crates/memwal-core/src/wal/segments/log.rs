@@ -24,8 +24,10 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use super::collect::{Successor, read_settled, successor_of, used_before};
 use super::format::{HEADER_BYTES, RecordHead, SegmentHeader, encode_record, record_len};
 use super::scan::{Damage, Scanned, SegmentBytes, scan};
+use crate::store::faults::Faults;
 use crate::store::fs::{FileHandle, Fs};
 
 /// Size of a segment: large enough that rotations (a header sync, a rename and a folder sync)
@@ -35,9 +37,9 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 const FENCE_FILE: &str = "fence";
 const FENCE_MAGIC: &[u8; 4] = b"MWFN";
 const FENCE_BYTES: u64 = 16;
-const SEGMENT_EXT: &str = ".seg";
-const SPARE_PREFIX: &str = ".spare-";
-const FILLING_PREFIX: &str = ".filling-";
+pub(crate) const SEGMENT_EXT: &str = ".seg";
+pub(crate) const SPARE_PREFIX: &str = ".spare-";
+pub(crate) const FILLING_PREFIX: &str = ".filling-";
 /// Size of a claimant's first segment when no spare is ready: small enough that allocating it
 /// keeps a takeover fast; the writer rotates into a full-size spare, allocated meanwhile in
 /// the background, once it is full.
@@ -68,6 +70,7 @@ pub struct SegmentFiles {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     segment_bytes: u64,
+    faults: Arc<Faults>,
 }
 
 impl SegmentFiles {
@@ -77,12 +80,28 @@ impl SegmentFiles {
             fs,
             dir,
             segment_bytes,
+            faults: Arc::default(),
         }
+    }
+
+    /// These files, pausing at the pause points `faults` arms (its store's, in tests).
+    pub(crate) fn with_faults(self, faults: Arc<Faults>) -> Self {
+        SegmentFiles { faults, ..self }
+    }
+
+    /// Waits at pause point `name` if a test armed it.
+    pub(crate) fn pause(&self, name: &str) {
+        self.faults.pause_point_blocking(name);
     }
 
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The file system the folder is on.
+    pub(crate) fn fs(&self) -> &Arc<dyn Fs> {
+        &self.fs
     }
 
     /// See [`Fs::network_file_system`].
@@ -114,33 +133,10 @@ impl SegmentFiles {
     }
 
     /// The segments that hold positions from `start` on (every later one, and the one before
-    /// that holds `start`), with their headers and bytes, in sequence order. Only headers are
-    /// read of the others: a long log is not read whole to replay its tail.
+    /// that holds `start`), with their headers and bytes, in sequence order, each as its own
+    /// use left it although collection may recycle segments meanwhile ([`read_settled`]).
     fn read_from(&self, start: u64) -> Result<Vec<(SegmentHeader, Vec<u8>)>, LogError> {
-        let mut headers = Vec::new();
-        for (seq, path) in self.list()? {
-            let head = self
-                .fs
-                .open_file(&path)?
-                .read_at(0, HEADER_BYTES as usize)?;
-            let header = SegmentHeader::decode(&head).map_err(|why| {
-                LogError::Damage(Damage {
-                    seq,
-                    offset: 0,
-                    why: why.to_string(),
-                })
-            })?;
-            headers.push((header, path));
-        }
-        let first_needed = headers
-            .iter()
-            .rposition(|(h, _)| h.first_position <= start)
-            .unwrap_or(0);
-        let mut out = Vec::new();
-        for (header, path) in headers.into_iter().skip(first_needed) {
-            out.push((header, self.fs.read(&path)?));
-        }
-        Ok(out)
+        read_settled(self, start)
     }
 
     /// Reads the log from position `start`.
@@ -242,13 +238,25 @@ impl SegmentFiles {
     /// under a temporary name and renamed once synced, so that no writer takes a spare that is
     /// still being filled.
     pub fn allocate_spare(&self, len: u64) -> io::Result<PathBuf> {
-        let id = Uuid::new_v4().simple();
-        let filling = self.dir.join(format!("{FILLING_PREFIX}{id}{SEGMENT_EXT}"));
-        let path = self.dir.join(format!("{SPARE_PREFIX}{id}{SEGMENT_EXT}"));
-        self.fs.allocate(&filling, len)?;
-        self.fs.rename_noreplace(&filling, &path)?;
-        self.fs.sync_dir(&self.dir)?;
-        Ok(path)
+        let mut attempts = 1;
+        loop {
+            let id = Uuid::new_v4().simple();
+            let filling = self.dir.join(format!("{FILLING_PREFIX}{id}{SEGMENT_EXT}"));
+            let path = self.dir.join(format!("{SPARE_PREFIX}{id}{SEGMENT_EXT}"));
+            self.fs.allocate(&filling, len)?;
+            self.pause("wal-segments-spare-filled");
+            match self.fs.rename_noreplace(&filling, &path) {
+                // Collection took it for a crashed allocation: its grace period was shorter
+                // than this allocation took.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 3 => {
+                    attempts += 1;
+                    continue;
+                }
+                renamed => renamed?,
+            }
+            self.fs.sync_dir(&self.dir)?;
+            return Ok(path);
+        }
     }
 
     /// Allocates a full-size spare unless one is ready: what a writer's background task does
@@ -361,7 +369,12 @@ impl SegmentLog {
             let read = files.scan(cursor + 1)?;
             for (seq, path) in files.list()? {
                 if read.segments.iter().any(|(h, _)| h.seq == seq) {
-                    files.fs.open_file(&path)?.sync_data()?;
+                    match files.fs.open_file(&path) {
+                        Ok(segment) => segment.sync_data()?,
+                        // Collected under a later claim's mark: its rows are in a generation.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
             }
             let seq = files.list()?.last().map_or(1, |(seq, _)| seq + 1);
@@ -461,6 +474,14 @@ impl SegmentLog {
         };
         let len = self.files.segment_bytes.max(HEADER_BYTES + needed);
         match self.files.create_segment(&header, len) {
+            Ok(_) if used_before(&self.files, header.seq)? => {
+                // Not ours to keep: nothing may read it as that number's segment.
+                let _ = self
+                    .files
+                    .fs
+                    .remove_file(&self.files.segment_path(header.seq));
+                Err(LogError::Claimed)
+            }
             Ok((handle, len)) => {
                 self.current = Current {
                     header,
@@ -504,23 +525,11 @@ impl SegmentLog {
         }
     }
 
-    /// The first position and epoch of the first segment of an epoch above ours: our records
-    /// below that position were replayed by its claimant and stand, the rest never will be
-    /// read. `None` while the claimant has not created it yet (it is replaying).
-    pub fn successor_start(&self) -> io::Result<Option<(u64, u64)>> {
-        for (_, path) in self.files.list()? {
-            let head = self
-                .files
-                .fs
-                .open_file(&path)?
-                .read_at(0, HEADER_BYTES as usize)?;
-            if let Ok(h) = SegmentHeader::decode(&head)
-                && h.epoch > self.epoch
-            {
-                return Ok(Some((h.first_position, h.epoch)));
-            }
-        }
-        Ok(None)
+    /// The first segment of an epoch above ours, after our current one: our records below its
+    /// first position were replayed by its claimant and stand, the rest never will be read.
+    /// See [`Successor`] for while its claimant replays, and once collection took it.
+    pub fn successor_start(&self) -> io::Result<Successor> {
+        successor_of(&self.files, self.current.header.seq, self.epoch)
     }
 
     /// The folder this log writes in.
@@ -546,6 +555,13 @@ mod tests {
 
     fn positions(c: &Read) -> Vec<u64> {
         c.scanned.records.iter().map(|r| r.position).collect()
+    }
+
+    fn started(first_position: u64, epoch: u64) -> Successor {
+        Successor::Started {
+            first_position,
+            epoch,
+        }
     }
 
     #[test]
@@ -589,13 +605,13 @@ mod tests {
         a.append(b"one").unwrap();
         a.commit().unwrap();
         a.append(b"two").unwrap();
-        assert_eq!(a.successor_start().unwrap(), None);
+        assert_eq!(a.successor_start().unwrap(), Successor::Replaying);
         // The claimant reads "two" (in the page cache), so it starts at 3.
         let (b, claimed) = claim(dir.path(), 2, 0);
         assert_eq!(positions(&claimed), vec![1, 2]);
         assert_eq!(b.next_position(), 3);
         assert!(matches!(a.commit(), Err(LogError::Claimed)));
-        assert_eq!(a.successor_start().unwrap(), Some((3, 2)));
+        assert_eq!(a.successor_start().unwrap(), started(3, 2));
         a.append(b"three").unwrap();
         assert!(matches!(a.commit(), Err(LogError::Claimed)));
         let (_, claimed) = claim(dir.path(), 3, 0);
@@ -615,10 +631,10 @@ mod tests {
         a.append(b"one").unwrap();
         std::fs::write(dir.path().join("segments/fence"), b"garbage garbage!").unwrap();
         assert!(matches!(a.commit(), Err(LogError::Claimed)));
-        assert_eq!(a.successor_start().unwrap(), None);
+        assert_eq!(a.successor_start().unwrap(), Successor::Replaying);
         let (b, _) = claim(dir.path(), 2, 0);
         assert_eq!(b.next_position(), 2);
-        assert_eq!(a.successor_start().unwrap(), Some((2, 2)));
+        assert_eq!(a.successor_start().unwrap(), started(2, 2));
     }
 
     // A stale writer's rotation finds its next number taken by a claimant's segment.

@@ -14,7 +14,9 @@
 //!    fails with `stands_below` set to its first position: the handler acknowledges the puts
 //!    below and fails the rest with `PeerClaimedEpoch`. A claimant that never gets that far
 //!    (it died between its fence write and its segment) leaves the outcome unknown: after
-//!    [`SUCCESSOR_WAIT`] the rest fail with `PersistenceFailure`, which says so.
+//!    [`SUCCESSOR_WAIT`] the rest fail with `PersistenceFailure`, which says so. So does a
+//!    commit that finds that segment already collected (a writer stalled across the claim,
+//!    a generation flush and a collection): where the replay ended went with it.
 //!
 //! A failed sync is never retried (the kernel may have dropped the pages it failed to write):
 //! the round and everything after fail, and the writer is poisoned by the handler.
@@ -29,6 +31,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
+use super::collect::Successor;
 use super::log::{LogError, SegmentFiles, SegmentLog};
 use crate::claim::Claim;
 use crate::error::{Error, Result};
@@ -106,45 +109,57 @@ impl SegmentWalWriter {
     /// module docs, step 3).
     async fn claimed(&mut self) -> CommitFailed {
         let deadline = tokio::time::Instant::now() + SUCCESSOR_WAIT;
-        let mut waited_out = true;
-        let mut stands_below = self.uncommitted;
+        let mut found = Successor::Replaying;
         while tokio::time::Instant::now() < deadline {
             match self.blocking(|log| log.successor_start()).await {
-                Ok(Ok(Some((first, _)))) => {
-                    stands_below = first.max(self.uncommitted);
-                    waited_out = false;
+                Ok(Ok(Successor::Replaying)) => tokio::time::sleep(SUCCESSOR_POLL).await,
+                Ok(Ok(successor)) => {
+                    found = successor;
                     break;
                 }
-                Ok(Ok(None)) => tokio::time::sleep(SUCCESSOR_POLL).await,
                 Ok(Err(_)) | Err(_) => break,
             }
         }
-        let error = if waited_out {
-            Error::persistence_failure(
+        let first_position = match found {
+            Successor::Started { first_position, .. } => first_position,
+            Successor::Replaying => {
+                return self
+                    .failed(self.outcome_unknown("which has not yet started its WAL segment"));
+            }
+            Successor::Collected => {
+                return self.failed(self.outcome_unknown(
+                    "and whose first WAL segment, which says where its replay ended, garbage collection has since removed",
+                ));
+            }
+        };
+        let error = match self.claim.check_fenced().await {
+            Err(e) if e.fence_reason().is_some() => e,
+            _ => Error::peer_claimed(
                 format!(
-                    "shard {} was claimed by another writer, which has not yet started its WAL segment; whether its replay holds WAL entries from position {} on is unknown. Reopen to see what the shard holds (retried puts with a request id are answered once)",
+                    "the WAL fence file of shard {} holds a newer claim than epoch {}",
                     self.claim.shard_id(),
-                    self.uncommitted
+                    self.claim.epoch
                 ),
                 None,
-            )
-        } else {
-            match self.claim.check_fenced().await {
-                Err(e) if e.fence_reason().is_some() => e,
-                _ => Error::peer_claimed(
-                    format!(
-                        "the WAL fence file of shard {} holds a newer claim than epoch {}",
-                        self.claim.shard_id(),
-                        self.claim.epoch
-                    ),
-                    None,
-                ),
-            }
+            ),
         };
         CommitFailed {
             error,
-            stands_below,
+            stands_below: first_position.max(self.uncommitted),
         }
+    }
+
+    /// The error for our uncommitted records when a successor claimed the shard but its
+    /// segments no longer say (or do not yet say) whether its replay holds them.
+    fn outcome_unknown(&self, successor: &str) -> Error {
+        Error::persistence_failure(
+            format!(
+                "shard {} was claimed by another writer, {successor}; whether its replay holds WAL entries from position {} on is unknown. Reopen to see what the shard holds (retried puts with a request id are answered once)",
+                self.claim.shard_id(),
+                self.uncommitted
+            ),
+            None,
+        )
     }
 
     fn failed(&self, error: Error) -> CommitFailed {
