@@ -194,6 +194,8 @@ fn statfs_network_kind(path: &Path) -> io::Result<Option<&'static str>> {
     while let Some(p) = at {
         match rustix::fs::statfs(p) {
             Ok(st) => {
+                // Its type is i64 here, but not on every architecture.
+                #[allow(clippy::unnecessary_cast)]
                 let magic = st.f_type as i64;
                 return Ok(NETWORK_FILE_SYSTEMS
                     .iter()
