@@ -85,6 +85,11 @@ impl SegmentFiles {
         &self.dir
     }
 
+    /// The file system the folder is on.
+    pub fn fs(&self) -> &Arc<dyn Fs> {
+        &self.fs
+    }
+
     /// See [`Fs::network_file_system`].
     pub fn network_file_system(&self) -> io::Result<Option<&'static str>> {
         self.fs.network_file_system(&self.dir)
