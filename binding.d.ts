@@ -463,6 +463,8 @@ export interface ShardManifest {
    * `null` if the manifest predates holder records.
    */
   holder: NativeShardHolder | null
+  /** How the shard's WAL is laid out: `'objects'` or `'segments'`. */
+  walLayout: string
 }
 
 /**

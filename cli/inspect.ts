@@ -35,6 +35,8 @@ interface ShardReport {
   writerId: string
   /** The writer that claimed the epoch; `null` if the manifest predates holder records. */
   holder: { writerId: string; host: string; pid: number; epoch: number; claimedAt: string } | null
+  /** How the shard's WAL is laid out: one file per entry, or records in segment files. */
+  walLayout: 'segments' | 'objects'
   currentGeneration: number
   generations: Array<{ generation: number; path: string; rows: number | null; bytes: number | null }>
   /** WAL entries at or below this position are in flushed generations. */
@@ -84,6 +86,7 @@ async function report(store: ObjectStore, shard: ShardInfo, bar: Progress): Prom
     manifestVersion: m.version,
     writerId: m.writerId,
     holder: m.holder === null ? null : { ...m.holder, claimedAt: m.holder.claimedAt.toISOString() },
+    walLayout: m.walLayout,
     currentGeneration: m.currentGeneration,
     generations: m.flushedGenerations.map((g) => ({ ...g })),
     replayCursor: m.replayAfterWalEntryPosition,
@@ -118,6 +121,7 @@ function render(r: ShardReport): string {
       ? '  holder: unknown (the manifest does not record one)'
       : `  holder: writer ${r.holder.writerId} on host ${r.holder.host} pid ${r.holder.pid} ` +
         `(epoch ${r.holder.epoch}, claimed at ${r.holder.claimedAt})`,
+    `  WAL layout: ${r.walLayout}`,
   ]
   const rows = sum(r.generations.map((g) => g.rows))
   const bytes = sum(r.generations.map((g) => g.bytes))
@@ -182,7 +186,8 @@ export function inspectCommand(program: Command): void {
     .description(
       // Paragraphs without hard breaks: commander wraps them to the terminal's width.
       'For each shard at <location>: writer epoch and manifest version; the holder (the writer that claimed the ' +
-        'epoch: writer id, host, pid, claim time); flushed generations with their rows and in-memory bytes (as ' +
+        'epoch: writer id, host, pid, claim time); the WAL layout (objects: a file per entry; segments: records ' +
+        'in preallocated segment files); flushed generations with their rows and in-memory bytes (as ' +
         'the manifest records them; the Parquet files are compressed); the replay cursor; the WAL low-water mark ' +
         '(entries up to it may be garbage-collected) and how many entries are still stored up to it; the WAL tip ' +
         'and the lag between the cursor and the tip (entries a new writer would replay); and what `memwal gc` ' +

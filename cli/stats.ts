@@ -2,7 +2,7 @@
 // deep its WAL runs, in a few numbers for dashboards and scripts (`memwal inspect` explains the
 // state; this measures it). Read-only: it claims nothing and never writes.
 
-import { readdirSync, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 
 import type { Command } from 'commander'
@@ -12,6 +12,7 @@ import { redactLocation } from '../lib/redact.js'
 import { localPath, openStore, resolveShard, shardLabel, shardsAt } from './location.js'
 import { formatBytes, formatCount, out } from './output.js'
 import { PROGRESS_OPTION, progressShown, startProgress } from './progress.js'
+import { walBytesAbove, walFiles } from './wal-files.js'
 
 interface StatsOptions {
   shard?: string
@@ -57,18 +58,10 @@ export interface ShardStats {
   bytes: {
     /** The Parquet files of the flushed generations. */
     generations: number | null
-    /** The WAL entries above the low-water mark. */
+    /** The WAL files holding entries above the low-water mark (on the segment layout, whole segments). */
     wal: number | null
     total: number | null
   }
-}
-
-/** `<64 binary digits, bit-reversed>.<ext>` → the number (as the core names WAL entries). */
-function bitrev64Position(name: string): number | null {
-  const m = /^([01]{64})\.[A-Za-z0-9]+$/.exec(name)
-  if (m === null) return null
-  const n = BigInt(`0b${[...m[1]!].reverse().join('')}`)
-  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : null
 }
 
 /** The size of `path`, or 0 if it is gone (garbage collection may remove it meanwhile). */
@@ -81,28 +74,21 @@ function sizeOf(path: string): number {
   }
 }
 
-/** Bytes of the generation files and of the WAL entries in `(lowWater, tip]`, on a local store. */
+/**
+ * Bytes of the generation files and of the WAL files holding positions in `(lowWater, tip]`,
+ * on a local store.
+ */
 function localBytes(
   root: string,
   shardId: string,
+  walLayout: 'segments' | 'objects',
   generationPaths: string[],
   lowWater: number,
   tip: number,
 ): { generations: number; wal: number } {
   const shardDir = join(root, '_mem_wal', shardId)
   const generations = generationPaths.reduce((a, p) => a + sizeOf(join(shardDir, p, 'data.parquet')), 0)
-  let wal = 0
-  let names: string[] = []
-  try {
-    names = readdirSync(join(shardDir, 'wal'))
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
-  }
-  for (const name of names) {
-    const position = bitrev64Position(name)
-    if (position !== null && position > lowWater && position <= tip) wal += sizeOf(join(shardDir, 'wal', name))
-  }
-  return { generations, wal }
+  return { generations, wal: walBytesAbove(walFiles(root, shardId, walLayout), lowWater, tip) }
 }
 
 /** The stats of `shard` in `store` (opened from `location`). */
@@ -126,6 +112,7 @@ export async function shardStats(store: ObjectStore, location: string, shard: Sh
         : localBytes(
             root,
             shard.id,
+            m.walLayout,
             m.flushedGenerations.map((g) => g.path),
             lowWater,
             tip,

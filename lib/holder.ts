@@ -62,6 +62,11 @@ export interface ShardManifest {
   writerId: string
   /** The writer that claimed the epoch; `null` if the manifest predates holder records. */
   holder: ShardHolder | null
+  /**
+   * How the shard's WAL is laid out (the writer option `walLayout`): `'objects'` (also every
+   * shard whose manifest does not say, as Lance's) or `'segments'`.
+   */
+  walLayout: 'segments' | 'objects'
 }
 
 /** `r` with its claim time as a Date. */
@@ -71,7 +76,12 @@ export function holderOf(r: HolderRecord | NativeShardHolder): ShardHolder {
 
 /** The binding's manifest with its holder's claim time as a Date. */
 export function manifestOf(m: NativeShardManifest): ShardManifest {
-  return { ...m, shardName: m.shardName ?? null, holder: m.holder == null ? null : holderOf(m.holder) }
+  return {
+    ...m,
+    shardName: m.shardName ?? null,
+    holder: m.holder == null ? null : holderOf(m.holder),
+    walLayout: m.walLayout === 'segments' ? 'segments' : 'objects',
+  }
 }
 
 /** The holder a fence tag carries, as JSON; `undefined` if it is not a well-formed holder. */

@@ -514,11 +514,22 @@ enum Snapshot {
 }
 
 /// Reads a shard's WAL entries by position, for change-data capture. Never writes.
+///
+/// Each call reads the layout the latest manifest records (a shard with no readable manifest
+/// is read as an object-layout one). On the segment layout a tailer remembers where it found
+/// the records of the segment it read last, so that reading on from there reads only what is
+/// new (`wal::segments::read`, which also says when a record of the last segment is returned).
 #[derive(Debug, Clone)]
 pub struct WalTailer {
     store: Store,
     paths: ShardPaths,
     manifests: ManifestStore,
+    segments: Arc<segments::read::ReadCache>,
+}
+
+/// `manifest`, if it records the segment layout.
+fn on_segments(manifest: Option<&ShardManifest>) -> Option<&ShardManifest> {
+    manifest.filter(|m| WalLayout::of(m) == WalLayout::Segments)
 }
 
 impl WalTailer {
@@ -532,6 +543,7 @@ impl WalTailer {
             store,
             paths,
             manifests,
+            segments: Arc::default(),
         })
     }
 
@@ -546,17 +558,49 @@ impl WalTailer {
         }
     }
 
-    /// The manifest's WAL position hint and the WAL low-water mark ([`wal::low_water`]),
+    /// The WAL position hint of `manifest` and its WAL low-water mark ([`wal::low_water`]),
     /// `(0, 0)` for a shard with no (readable) manifest.
-    async fn hint_and_low_water(&self) -> Result<(u64, u64)> {
-        match self.latest().await? {
+    async fn hint_and_low_water(&self, manifest: Option<&ShardManifest>) -> Result<(u64, u64)> {
+        match manifest {
             Some(m) => Ok((
                 m.wal_entry_position_last_seen
                     .max(m.replay_after_wal_entry_position),
-                wal::low_water(&self.store, &self.paths, &m).await?,
+                wal::low_water(&self.store, &self.paths, m).await?,
             )),
             None => Ok((0, 0)),
         }
+    }
+
+    /// Runs `read` on the shard's segments on a blocking thread, with what this tailer
+    /// remembers of them.
+    async fn segments<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(
+            &segments::log::SegmentFiles,
+            &segments::read::ReadCache,
+        ) -> std::result::Result<T, segments::log::LogError>
+        + Send
+        + 'static,
+    ) -> Result<T> {
+        let files = segments::files_of(
+            &self.store,
+            &self.paths,
+            segments::log::DEFAULT_SEGMENT_BYTES,
+        )?;
+        let cache = self.segments.clone();
+        let shard = self.paths.shard_id();
+        tokio::task::spawn_blocking(move || read(&files, &cache))
+            .await
+            .map_err(|e| Error::io_msg(format!("reading the WAL segments of shard {shard}: {e}")))?
+            .map_err(|e| segments::log_error(shard, e))
+    }
+
+    /// The first position of a segment-layout shard that collection has not removed: past
+    /// the low-water mark of `manifest`, and held by a segment. Its own manifests always record
+    /// the mark, so no listing is needed to find it, unlike [`wal::low_water`].
+    async fn segments_first_position(&self, manifest: &ShardManifest) -> Result<u64> {
+        let held = self.segments(segments::read::first_available).await?;
+        Ok((manifest.wal_low_water + 1).max(held.unwrap_or(0)))
     }
 
     /// The first position with no entry (the tip). Positions from [`WalTailer::first_position`]
@@ -564,9 +608,15 @@ impl WalTailer {
     ///
     /// # Errors
     /// `Corrupt` naming the slot if the first empty slot found has an entry after it (a hole
-    /// in the WAL, see [`crate::wal`]).
+    /// in the WAL, see [`crate::wal`]), or the segment at the tip is damaged.
     pub async fn next_position(&self) -> Result<u64> {
-        let (hint, low_water) = self.hint_and_low_water().await?;
+        let latest = self.latest().await?;
+        if let Some(m) = on_segments(latest.as_ref()) {
+            let tip = self.segments(segments::read::tip).await?;
+            // No segment yet: the claim that recorded the layout has not created its own.
+            return Ok(tip.map_or(m.replay_after_wal_entry_position + 1, |t| t.end));
+        }
+        let (hint, low_water) = self.hint_and_low_water(latest.as_ref()).await?;
         let tip = wal::discover_tip(&self.store, &self.paths, hint, low_water).await?;
         match wal::hole_at(&self.store, &self.paths, tip).await? {
             Some(gap) => Err(gap.error(&self.paths)),
@@ -575,19 +625,32 @@ impl WalTailer {
     }
 
     /// The first position garbage collection has not removed: the low-water mark plus one
-    /// (1 while nothing was collected). Every entry from here to the tip is readable.
+    /// (1 while nothing was collected), or on the segment layout the first position a segment
+    /// holds if that is higher. Every entry from here to the tip is readable.
     pub async fn first_position(&self) -> Result<u64> {
-        Ok(self.hint_and_low_water().await?.1 + 1)
+        let latest = self.latest().await?;
+        if let Some(m) = on_segments(latest.as_ref()) {
+            return self.segments_first_position(m).await;
+        }
+        Ok(self.hint_and_low_water(latest.as_ref()).await?.1 + 1)
     }
 
     /// Checks the WAL above the low-water mark for a hole (an empty slot below a written one)
     /// with one LIST: what [`WalTailer::read`] and [`WalTailer::next_position`] only see where
-    /// they look.
+    /// they look. On the segment layout, reads every segment from the mark on, by the rules
+    /// replay follows.
     ///
     /// # Errors
-    /// `Corrupt` naming the first such slot.
+    /// `Corrupt` naming the first such slot, or the damaged segment and offset.
     pub async fn verify(&self) -> Result<()> {
-        let (_, low_water) = self.hint_and_low_water().await?;
+        let latest = self.latest().await?;
+        if let Some(m) = on_segments(latest.as_ref()) {
+            let start = m.wal_low_water + 1;
+            return self
+                .segments(move |files, _| segments::read::verify(files, start))
+                .await;
+        }
+        let (_, low_water) = self.hint_and_low_water(latest.as_ref()).await?;
         match wal::find_gap(&self.store, &self.paths, low_water).await? {
             Some(gap) => Err(gap.error(&self.paths)),
             None => Ok(()),
@@ -598,14 +661,22 @@ impl WalTailer {
     ///
     /// # Errors
     /// `Truncated` (carrying the first available position) if the slot is empty and at or
-    /// below the low-water mark: garbage collection removed it. `Corrupt` naming the slot if
-    /// it is empty above the mark but the next one holds an entry (a hole in the WAL, see
-    /// [`crate::wal`]), or if the entry is damaged or belongs elsewhere.
+    /// below the low-water mark, or on the segment layout below the first position a segment
+    /// holds: garbage collection removed it. `Corrupt` naming the slot if it is empty above
+    /// the mark but the next one holds an entry (a hole in the WAL, see [`crate::wal`]), or if
+    /// the entry is damaged or belongs elsewhere.
     pub async fn read(&self, position: u64) -> Result<Option<WalEntry>> {
         if position == 0 {
             return Err(Error::invalid(
                 "WAL positions start at 1; position 0 holds no entry",
             ));
+        }
+        // Only a local directory can hold segments: elsewhere no manifest needs reading first.
+        if self.store.local_files().is_some() {
+            let latest = self.latest().await?;
+            if let Some(m) = on_segments(latest.as_ref()) {
+                return self.read_segments(m, position).await;
+            }
         }
         if let Some(entry) = wal::read_entry(&self.store, &self.paths, position).await? {
             return Ok(Some(entry));
@@ -624,6 +695,35 @@ impl WalTailer {
         match wal::hole_at(&self.store, &self.paths, position).await? {
             Some(gap) => Err(gap.error(&self.paths)),
             None => Ok(None),
+        }
+    }
+
+    /// [`WalTailer::read`] on the segment layout, which `manifest` records.
+    async fn read_segments(
+        &self,
+        manifest: &ShardManifest,
+        position: u64,
+    ) -> Result<Option<WalEntry>> {
+        use segments::read::At;
+        let at = self
+            .segments(move |files, cache| segments::read::read_position(files, cache, position))
+            .await?;
+        match at {
+            At::Record(r) => {
+                let object = segments::record_name(&self.paths, r.seq, r.offset);
+                let place = wal::entry::EntryPlace {
+                    shard: self.paths.shard_id(),
+                    position,
+                };
+                wal::entry::decode_entry(place, &object, bytes::Bytes::from(r.payload)).map(Some)
+            }
+            At::NotYet => Ok(None),
+            // Resumes where `first_position` would say.
+            At::Collected { first_available } => Err(Error::truncated(
+                self.paths.shard_id(),
+                position,
+                (first_available - 1).max(manifest.wal_low_water),
+            )),
         }
     }
 }

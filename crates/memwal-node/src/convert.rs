@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use memwal_core::wal::WalLayout;
 use memwal_core::{
     BatchRange, FlushedGeneration, MemTableStats, OpenStats, OptionValue, ShardManifest, WalStats,
     WriteResult, WriteStats, WriterConfig,
@@ -450,6 +451,8 @@ pub struct NativeManifest {
     /// The writer that claimed the epoch (`lib/types.ts` turns `claimedAtMs` into a `Date`);
     /// `null` if the manifest predates holder records.
     pub holder: Option<NativeShardHolder>,
+    /// How the shard's WAL is laid out: `'objects'` or `'segments'`.
+    pub wal_layout: String,
 }
 
 /// The writer that holds a shard, as the manifest records its claim.
@@ -487,6 +490,7 @@ impl From<&ShardManifest> for NativeManifest {
                 epoch: h.epoch as f64,
                 claimed_at_ms: h.claimed_at_ms as f64,
             }),
+            wal_layout: WalLayout::of(m).name().to_string(),
         }
     }
 }

@@ -7,12 +7,14 @@
 //!   from damage.
 //! - [`log`]: the segments folder of a shard (segments, spares, the fence file), a claim, and
 //!   one writer's appends and group commits.
+//! - [`read`]: one position at a time, for a tailer, reading only the segment that holds it.
 //! - [`writer`]: [`SegmentWalWriter`], the writer's [`super::WalWriter`] over a claimed log.
 //! - [`collect`]: garbage collection of segments, and the reads it may overtake.
 
 pub mod collect;
 pub mod format;
 pub mod log;
+pub mod read;
 pub mod scan;
 pub mod writer;
 
@@ -33,12 +35,7 @@ pub fn entries<'a>(
 ) -> impl Iterator<Item = Result<WalEntry>> + 'a {
     read.scanned.records.iter().map(move |found| {
         let (header, bytes) = &read.segments[found.segment];
-        let object = format!(
-            "{}/{:020}.seg at offset {}",
-            paths.segments_dir(),
-            header.seq,
-            found.offset
-        );
+        let object = record_name(paths, header.seq, found.offset);
         let record = format::decode_record(bytes, header.salt, found.offset)
             .ok_or_else(|| Error::corrupt(&object, "WAL record no longer decodes", None))?;
         let place = EntryPlace {
@@ -47,6 +44,11 @@ pub fn entries<'a>(
         };
         decode_entry(place, &object, Bytes::copy_from_slice(record.payload))
     })
+}
+
+/// How errors name the record at `offset` of segment `seq` of the shard at `paths`.
+pub fn record_name(paths: &ShardPaths, seq: u64, offset: u64) -> String {
+    format!("{}/{seq:020}.seg at offset {offset}", paths.segments_dir())
 }
 
 /// The segment files of the shard at `paths` in `store`, with segments of `segment_bytes`

@@ -282,6 +282,8 @@ struct Claimed {
 }
 
 /// The WAL of a claimed shard, by layout.
+// One per open, moved a few times: boxing the larger variant would save nothing.
+#[allow(clippy::large_enum_variant)]
 enum ClaimedWal {
     /// The WAL's tip as found for the claim, and the fence sentinel staged meanwhile.
     Objects {

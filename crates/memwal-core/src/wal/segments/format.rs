@@ -177,6 +177,16 @@ pub fn decode_record(segment: &[u8], salt: u64, offset: u64) -> Option<Record<'_
     })
 }
 
+/// The bytes a record starting at `offset` of `segment` claims to take (padding included), if
+/// a record's magic is there, whether or not the rest of it is valid: how a reader that holds
+/// only the start of a segment tells a record cut by the end of what it read (read more) from
+/// the first invalid record (the end of the log).
+pub fn claimed_record_len(segment: &[u8], offset: u64) -> Option<u64> {
+    let start = usize::try_from(offset).ok()?;
+    let head = segment.get(start..start + RECORD_HEADER_BYTES as usize)?;
+    (&head[0..4] == RECORD_MAGIC).then(|| record_len(u32_at(head, 8) as usize))
+}
+
 /// The offset of the first valid record of this salt at or after `offset`, looking at every
 /// multiple of 8: how replay tells a torn tail (nothing valid after it) from a damaged record
 /// with valid ones after it.

@@ -100,7 +100,7 @@ impl SegmentFiles {
     }
 
     /// The file system the folder is on.
-    pub(crate) fn fs(&self) -> &Arc<dyn Fs> {
+    pub fn fs(&self) -> &Arc<dyn Fs> {
         &self.fs
     }
 
