@@ -79,6 +79,7 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
       'maxWalFlushIntervalMs',
       'maxWalPersistRetries',
       'walPersistRetryBaseDelayMs',
+      'walSegmentBytes',
       'maxMemtableSize',
       'maxMemtableBatches',
       'maxMemtableAgeMs',
@@ -110,6 +111,12 @@ test('every option rejects NaN, a negative, Infinity, a fraction, a string or a 
       instanceOf: InvalidArgumentError,
       message: /invalid option maxWalPersistRetries: must be between 0 and 64, got 1099511627776$/,
     })
+    for (const bad of ['Segments', 'object', '', 42, null, true]) {
+      await t.throwsAsync(ShardWriter.open(store, { schema, shardId, walLayout: bad } as never), {
+        instanceOf: InvalidArgumentError,
+        message: /^invalid option walLayout: must be 'segments' \(a local disk\) or 'objects'/,
+      })
+    }
     for (const option of ['durableWrite', 'enableMemtable', 'ignoreUnknownFields']) {
       for (const bad of ['yes', 1, null, Number.NaN]) {
         await t.throwsAsync(ShardWriter.open(store, { schema, shardId, [option]: bad } as never), {
@@ -154,6 +161,8 @@ test('an out-of-range option is rejected with a message that ends with the value
       ['maxWalPersistRetries', 65],
       ['maxWalPersistRetries', 2 ** 40],
       ['walPersistRetryBaseDelayMs', 60_001],
+      ['walSegmentBytes', 65_535],
+      ['walSegmentBytes', 2 ** 30 + 1],
       ['maxUnflushedMemtableBytes', 0],
       ['requestIdRetentionMs', WEEK + 1],
       ['gcIntervalMs', 0],

@@ -5,22 +5,29 @@
 // (lost acknowledgements, torn puts, replay errors), not missing fsyncs: the Rust power-loss
 // tests cover those.
 //
-// `npm test` runs 100 iterations; `npm run test:long` (MEMWAL_LONG=1) runs 3,000.
-// MEMWAL_CRASH_ITERATIONS overrides both, MEMWAL_SEED fixes the seed of the parent's choices.
+// It runs on both WAL layouts: one object per entry, and the segment log (whose writers and
+// replay differ most where a kill lands: a group commit's sync and fence re-check, a rotation,
+// a claim's new segment). `npm test` runs 100 iterations on objects and 25 on segments (each
+// iteration on segments costs more, and the Rust power-loss tests already stop its writers at
+// every sync); `npm run test:long` (MEMWAL_LONG=1) runs 3,000 on each. MEMWAL_CRASH_ITERATIONS
+// overrides all of them, MEMWAL_SEED fixes the seed of the parent's choices.
 
 import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 
 import { ShardReader, ShardWriter } from '../index'
 import { checkHistory, crashRows, crashSchema, padOf, parseLog, prng } from './support/crash-history'
 import type { CrashRow, WriterKind } from './support/crash-history'
-import { runCount, tempDir } from './support/helpers'
+import { layoutOptions, runCount, tempDir, type WalLayout } from './support/helpers'
 
-const ITERATIONS = runCount('MEMWAL_CRASH_ITERATIONS', { ci: 100, long: 3000 })
+const ITERATIONS: Record<WalLayout, number> = {
+  objects: runCount('MEMWAL_CRASH_ITERATIONS', { ci: 100, long: 3000 }),
+  segments: runCount('MEMWAL_CRASH_ITERATIONS', { ci: 25, long: 3000 }),
+}
 /** Iterations per pair of shards; a fresh pair keeps each reopen's scan small. */
 const ROUND = 50
 const CHILD = join(__dirname, 'support', 'crash-child.ts')
@@ -78,11 +85,13 @@ function runChild(config: object, rand: () => number): Promise<Killed> {
 
 const keyOf = (r: CrashRow) => `${r.iter}/${r.loop}/${r.seq}/${r.row}`
 
-test('acknowledged puts survive kill -9 at random moments, whole, once, in order and without holes', async (t) => {
+/** The crash loop on shards of `layout`. */
+async function crashLoop(t: ExecutionContext, layout: WalLayout): Promise<void> {
+  const iterations = ITERATIONS[layout]
   const seed = Number(process.env.MEMWAL_SEED ?? Math.floor(Math.random() * 2 ** 31))
-  t.log(`crash loop: ${ITERATIONS} iterations, seed ${seed} (rerun with MEMWAL_SEED=${seed})`)
+  t.log(`crash loop on ${layout}: ${iterations} iterations, seed ${seed} (rerun with MEMWAL_SEED=${seed})`)
   // Generous: ~1 s per iteration on 2 cores, with room for a loaded machine.
-  t.timeout(Math.max(120_000, ITERATIONS * 6_000))
+  t.timeout(Math.max(120_000, iterations * 6_000))
   const rand = prng(seed)
   const dir = tempDir(t)
   const log = join(dir, 'events.log')
@@ -92,7 +101,7 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
   const totals = { durable: 0, present: 0, lost: 0, invoked: 0, killedDuringOpen: 0, closed: 0, childMs: 0 }
   const started = Date.now()
 
-  for (let iter = 1; iter <= ITERATIONS; iter++) {
+  for (let iter = 1; iter <= iterations; iter++) {
     if ((iter - 1) % ROUND === 0) {
       shards = { d: randomUUID(), n: randomUUID() }
       before.d = []
@@ -101,7 +110,7 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
     writeFileSync(log, '')
     const childSeed = Math.floor(rand() * 2 ** 31)
     const spawned = Date.now()
-    const ran = await runChild({ dir, shards, iter, seed: childSeed, log }, rand)
+    const ran = await runChild({ dir, shards, iter, seed: childSeed, log, layout }, rand)
     totals.childMs += Date.now() - spawned
     const context = `iteration ${iter} (seed ${seed}, child seed ${childSeed})`
     if (ran.outcome !== 'killed') {
@@ -126,8 +135,14 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
         // Only possible when the kill came before the shard's first manifest was written.
         if (before[kind].length > 0 || !ran.duringOpen) throw e
       }
-      // ...and what a new writer does recover (opening replays the WAL).
-      const w = await ShardWriter.open(dir, { schema: crashSchema, shardId: shards[kind], maxWalFlushIntervalMs: null })
+      // ...and what a new writer does recover (opening replays the WAL). Asking for the layout
+      // also checks that the child's shard has it.
+      const w = await ShardWriter.open(dir, {
+        schema: crashSchema,
+        shardId: shards[kind],
+        maxWalFlushIntervalMs: null,
+        ...layoutOptions(layout),
+      })
       const recovered = crashRows(await w.scan())
       if (readerRows !== null) {
         t.deepEqual(
@@ -163,12 +178,20 @@ test('acknowledged puts survive kill -9 at random moments, whole, once, in order
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
   t.log(
-    `${ITERATIONS} kills in ${seconds} s (${(totals.childMs / 1000).toFixed(1)} s in children, ` +
+    `${iterations} kills on ${layout} in ${seconds} s (${(totals.childMs / 1000).toFixed(1)} s in children, ` +
       `${totals.killedDuringOpen} kills during open): ${totals.invoked} puts invoked, ` +
       `${totals.durable} acknowledged as durable, ${totals.present} recovered, ${totals.lost} lost (never durably acknowledged)`,
   )
   t.true(totals.durable > 0, 'some puts were acknowledged as durable before the kills')
   t.pass()
+}
+
+test('acknowledged puts survive kill -9 at random moments, whole, once, in order and without holes (objects layout)', async (t) => {
+  await crashLoop(t, 'objects')
+})
+
+test('acknowledged puts survive kill -9 at random moments, whole, once, in order and without holes (segments layout)', async (t) => {
+  await crashLoop(t, 'segments')
 })
 
 test('the history checker flags lost, torn, duplicated, phantom, reordered and holed histories', (t) => {

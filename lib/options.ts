@@ -69,6 +69,36 @@ export interface ShardWriterOptions {
    */
   walPersistRetryBaseDelayMs?: number
   /**
+   * How the shard's WAL is laid out on storage. The shard's manifest records its layout when
+   * the shard is created, and the shard keeps it:
+   *
+   * - `'segments'`: a log of preallocated segment files, for a local disk. A group commit
+   *   costs one `fdatasync` (the objects layout needs about three on a disk), so durable puts
+   *   are faster, alone and under concurrency. Only on a local directory, and not on a network
+   *   file system (NFS, SMB, FUSE network mounts): a writer checks for a newer claim in this
+   *   host's page cache, which does not see a claim made on another host.
+   * - `'objects'`: one object per WAL entry, created only if absent. The layout of object
+   *   stores (`s3://`, `gs://`, `az://`, `memory://`), and the one Lance's MemWAL reads and
+   *   writes, so choose it for a shard that Lance also opens.
+   *
+   * Asking for the other layout than an existing shard's rejects with an
+   * {@link InvalidArgumentError} (as does `'segments'` on an object store or a network file
+   * system); open the shard without `walLayout` to keep its layout. A shard changes layout
+   * only by converting its WAL while no writer has it open (`memwal wal convert`, coming).
+   * @defaultValue the layout an existing shard records; `'objects'` for a new shard
+   */
+  walLayout?: 'segments' | 'objects'
+  /**
+   * Size of each WAL segment file of the `'segments'` layout, in bytes, from 65536 (64 KiB) to
+   * 1073741824 (1 GiB). A segment is allocated ahead of use, so this is the disk space a
+   * shard's WAL holds at least once it has rotated, and a rotation (a sync and a rename) comes
+   * once per this many bytes written. A WAL entry larger than this gets a segment of its own
+   * size. It applies to segments created from this open on, and has no effect on the
+   * `'objects'` layout.
+   * @defaultValue 67108864 (64 MiB)
+   */
+  walSegmentBytes?: number
+  /**
    * Freeze the active MemTable (and flush it as a Parquet generation) at this estimated size.
    * The estimate is of heap bytes, not data bytes: it counts each batch's fixed costs (about
    * 1.3 KiB for a 1-row batch of three columns), so MemTables of small puts stay within it.
@@ -206,9 +236,20 @@ export interface ShardWriterOptions {
 /**
  * What an option's value must be: a JavaScript type (`'number or null'`: a number, or `null`
  * to switch the feature off), or `'schema'`/`'storage'`, which are converted on their own, or
- * `'deadline'`: an option of the call itself (`signal`, `timeoutMs`), checked by `deadlineOf`.
+ * `'deadline'`: an option of the call itself (`signal`, `timeoutMs`), checked by `deadlineOf`,
+ * or `'wal layout'`: one of the layout names.
  */
-type OptionKind = 'schema' | 'storage' | 'deadline' | 'shard name' | 'shard id' | 'string' | 'boolean' | 'number' | 'number or null'
+type OptionKind =
+  | 'schema'
+  | 'storage'
+  | 'deadline'
+  | 'shard name'
+  | 'shard id'
+  | 'wal layout'
+  | 'string'
+  | 'boolean'
+  | 'number'
+  | 'number or null'
 
 /** Every writer option, in the order the unknown-option message lists them. */
 const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
@@ -220,6 +261,8 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   maxWalBufferSize: 'number',
   maxWalPersistRetries: 'number',
   walPersistRetryBaseDelayMs: 'number',
+  walLayout: 'wal layout',
+  walSegmentBytes: 'number',
   maxMemtableSize: 'number',
   maxMemtableBatches: 'number',
   maxMemtableAgeMs: 'number or null',
@@ -239,6 +282,18 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   ignoreUnknownFields: 'boolean',
   signal: 'deadline',
   timeoutMs: 'deadline',
+}
+
+/**
+ * Throws an {@link InvalidArgumentError} unless `v` names a WAL layout. Checked here so that the
+ * message can say what each layout is for, which is what a caller choosing between them needs.
+ */
+function requireWalLayout(v: unknown): asserts v is 'segments' | 'objects' {
+  if (v !== 'segments' && v !== 'objects') {
+    throw new InvalidArgumentError(
+      `invalid option walLayout: must be 'segments' (a local disk) or 'objects' (an object store, or a shard Lance also opens), got ${describeValue(v)}; leave it out to keep an existing shard's layout`,
+    )
+  }
 }
 
 /** A shard id as the binding parses it (any UUID spelling `uuid::Uuid::parse_str` takes is longer than 32). */
@@ -345,6 +400,8 @@ export function writerOptionsOf(options: unknown): {
       requireShardId(`options.${key}`, v)
     } else if (kind === 'shard name') {
       requireShardName(`options.${key}`, v)
+    } else if (kind === 'wal layout') {
+      requireWalLayout(v)
     } else if (kind === 'string') {
       requireString(`options.${key}`, v)
     } else if (v === null && kind === 'number or null') {

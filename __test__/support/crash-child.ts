@@ -1,14 +1,16 @@
-// The crash loop's child (crash_loop.spec.ts): writes to two shards of one local directory until the parent
-// SIGKILLs it. Shard `d` has a durable writer (put loops and a putNoWait loop), shard `n` a
-// non-durable one (put loops and a flush loop); both rotate MemTables often (small limits
-// and a forceSealActive loop). Every invoke, acknowledgement and error is one JSON line,
-// written with writeSync before the next step, so an acknowledgement that was logged
-// survives the kill. Run as `node --import tsx __test__/support/crash-child.ts '<json config>'`.
+// The crash loop's child (crash_loop.spec.ts): writes to two shards of one local directory, in
+// the WAL layout the parent names, until the parent SIGKILLs it. Shard `d` has a durable writer
+// (put loops and a putNoWait loop), shard `n` a non-durable one (put loops and a flush loop);
+// both rotate MemTables often (small limits and a forceSealActive loop). Every invoke,
+// acknowledgement and error is one JSON line, written with writeSync before the next step, so an
+// acknowledgement that was logged survives the kill. Run as
+// `node --import tsx __test__/support/crash-child.ts '<json config>'`.
 
 import { openSync, writeSync } from 'node:fs'
 
 import { MemWalError, ShardWriter } from '../../index'
 import { crashSchema, prng, putBatches, type Event, type WriterKind } from './crash-history'
+import { layoutOptions, type WalLayout } from './helpers'
 
 interface Config {
   dir: string
@@ -16,6 +18,7 @@ interface Config {
   iter: number
   seed: number
   log: string
+  layout: WalLayout
 }
 
 const cfg = JSON.parse(process.argv[2] ?? '') as Config
@@ -125,6 +128,7 @@ async function main(): Promise<void> {
   const d = await ShardWriter.open(cfg.dir, {
     schema: crashSchema,
     shardId: cfg.shards.d,
+    ...layoutOptions(cfg.layout),
     maxMemtableBatches: between(4, 40),
     maxMemtableSize: between(4, 64) << 10,
     maxWalFlushIntervalMs: between(5, 100),
@@ -132,6 +136,7 @@ async function main(): Promise<void> {
   const n = await ShardWriter.open(cfg.dir, {
     schema: crashSchema,
     shardId: cfg.shards.n,
+    ...layoutOptions(cfg.layout),
     durableWrite: false,
     maxMemtableBatches: between(4, 40),
     maxMemtableSize: between(4, 64) << 10,

@@ -62,3 +62,14 @@ export const LONG = process.env.MEMWAL_LONG === '1'
 export function runCount(envVar: string, counts: { ci: number; long: number }): number {
   return Number(process.env[envVar] ?? (LONG ? counts.long : counts.ci))
 }
+
+/** The WAL layouts the crash loop and the model-based test run on. */
+export type WalLayout = NonNullable<ShardWriterOptions['walLayout']>
+
+/**
+ * Writer options for a shard of `layout`. Segments are the smallest allowed, so that a short
+ * test rotates through several and a writer's background spare costs little to allocate.
+ */
+export function layoutOptions(layout: WalLayout): Pick<ShardWriterOptions, 'walLayout' | 'walSegmentBytes'> {
+  return layout === 'segments' ? { walLayout: 'segments', walSegmentBytes: 64 << 10 } : { walLayout: 'objects' }
+}
