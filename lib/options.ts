@@ -196,22 +196,6 @@ export interface ShardWriterOptions {
    */
   compactionTargetBytes?: number
   /**
-   * How the shard's WAL is laid out: `'objects'`, one file (or object) per entry, the only
-   * layout on an object store and the one Lance reads; or `'segments'`, records appended to
-   * preallocated segment files with one `fdatasync` per group commit, for a local directory
-   * (refused on a network file system). A shard keeps the layout it was created with: asking
-   * for the other one is an {@link InvalidArgumentError}.
-   * @defaultValue the layout the shard records; for a new shard, `'objects'`
-   */
-  walLayout?: 'segments' | 'objects'
-  /**
-   * Size of a WAL segment file (`walLayout: 'segments'`), from 65,536 to 1,073,741,824: the
-   * disk space the WAL takes at least once it rotated, and how much it writes between
-   * rotations.
-   * @defaultValue 67108864 (64 MiB)
-   */
-  walSegmentBytes?: number
-  /**
    * Options of an object store location given as a string (`s3://`, `gs://`, `az://`):
    * region, endpoint, credentials… See {@link StorageOptions}.
    * @defaultValue none (configuration from the environment)
@@ -273,8 +257,6 @@ const WRITER_OPTIONS: Record<keyof ShardWriterOptions, OptionKind> = {
   gcGraceMs: 'number',
   compactionMaxGenerations: 'number',
   compactionTargetBytes: 'number',
-  walSegmentBytes: 'number',
-  walLayout: 'string',
   durableWrite: 'boolean',
   compaction: 'boolean',
   gc: 'boolean',
