@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memwal_core::store::sim_fs::SimFs;
 use memwal_core::wal::WalLayout;
-use memwal_core::{ErrorCode, ShardWriter, Store, WriterConfig};
+use memwal_core::{ErrorCode, ShardReader, ShardWriter, Store, WriterConfig};
 use support::*;
 
 /// Durable, segment layout, small segments so that tests rotate.
@@ -319,4 +319,39 @@ async fn a_claim_during_a_burst_of_rotations_keeps_exactly_the_acknowledged_rows
     let mut recovered = other.recovered_ids().await;
     recovered.sort();
     assert_eq!(recovered, expected_sorted);
+}
+
+// A read while a claim is under way (the claimant wrote the fence file and read the log, and
+// has not started its segment) waits for the claim to settle: a stale writer's record appended
+// meanwhile, past the end the claimant read, is never returned, and its put fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_during_a_claim_never_returns_a_record_the_claim_refuses() {
+    let backend = Backend::local();
+    let shard = Shard::new(&backend.store);
+    let a = Arc::new(shard.open(segments()).await);
+    a.put(vec![rows(0, 1)]).await.unwrap();
+    let claimant = shard.through(backend.second_handle());
+    let pause = claimant.store.faults().pause_at("wal-segments-claim-read");
+    let claim = {
+        let claimant = Shard::at(&claimant.store, shard.id);
+        tokio::spawn(async move { claimant.open(segments()).await })
+    };
+    pause.reached().await;
+    let stale = spawn_put(&a, vec![rows(1, 1)]);
+    // The stale record is in the page cache; its commit waits for the claimant's segment.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let reader = ShardReader::open(backend.second_handle(), shard.id)
+        .await
+        .unwrap();
+    let scan = tokio::spawn(async move { reader.scan().await });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert!(
+        !scan.is_finished(),
+        "the read waits for the claim to settle"
+    );
+    pause.release();
+    let b = claim.await.unwrap();
+    assert_eq!(ids(&scan.await.unwrap().unwrap().batches), vec![0]);
+    assert_peer_claimed(&stale.await.unwrap().unwrap_err());
+    b.close().await.unwrap();
 }

@@ -106,15 +106,43 @@ pub struct Entries {
 /// Reads the WAL entries of the segment-layout shard at `paths` from position `start` on,
 /// without claiming anything (on a blocking thread).
 ///
+/// The last segment has no successor to bound it. While a claimant replays (the fence file
+/// holds its epoch, its segment does not exist yet), the stale writer may still append there a
+/// record the claim will refuse: a read then would return a row whose put fails. So a read is
+/// taken only when the fence file, read after the segments, holds the last segment's epoch, and
+/// otherwise taken again shortly, until [`CLAIM_WAIT`] has passed.
+///
 /// # Errors
-/// `Corrupt` for damage (see [`scan`]); `Io` if the files cannot be read.
+/// `Corrupt` for damage (see [`scan`]); `Io` if the files cannot be read, or a claim stays
+/// under way for [`CLAIM_WAIT`] (a claimant died between its fence file and its segment: the
+/// next claim settles it).
 pub async fn read_entries(store: &Store, paths: &ShardPaths, start: u64) -> Result<Entries> {
     let files = files_of(store, paths, log::DEFAULT_SEGMENT_BYTES)?;
     let shard = paths.shard_id();
-    let read = tokio::task::spawn_blocking(move || files.scan(start))
+    let deadline = tokio::time::Instant::now() + CLAIM_WAIT;
+    let read = loop {
+        let files = files.clone();
+        let (read, settled) = tokio::task::spawn_blocking(move || {
+            let read = files.scan(start)?;
+            let settled = match read.segments.last() {
+                None => true,
+                Some((last, _)) => files.read_fence()? == Some(last.epoch),
+            };
+            Ok::<_, log::LogError>((read, settled))
+        })
         .await
         .map_err(|e| Error::io_msg(format!("reading the WAL segments of shard {shard}: {e}")))?
         .map_err(|e| log_error(shard, e))?;
+        if settled {
+            break read;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::io_msg(format!(
+                "shard {shard} is being claimed by a writer that has not started its WAL segment after {CLAIM_WAIT:?}; retry the read (a later claim settles it)"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
     let entries = entries(&read, paths).collect::<Result<Vec<_>>>()?;
     Ok(Entries {
         entries,
@@ -122,6 +150,9 @@ pub async fn read_entries(store: &Store, paths: &ShardPaths, start: u64) -> Resu
         first_available: read.scanned.first_available,
     })
 }
+
+/// How long [`read_entries`] waits for a claim under way to start its segment.
+pub const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A [`log::LogError`] met while opening or reading a shard's segments, as memwal reports it.
 pub fn log_error(shard: uuid::Uuid, e: log::LogError) -> Error {

@@ -367,6 +367,7 @@ impl SegmentLog {
         let fence = files.write_fence(epoch)?;
         loop {
             let read = files.scan(cursor + 1)?;
+            files.pause("wal-segments-claim-read");
             for (seq, path) in files.list()? {
                 if read.segments.iter().any(|(h, _)| h.seq == seq) {
                     match files.fs.open_file(&path) {
