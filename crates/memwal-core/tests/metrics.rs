@@ -4,6 +4,8 @@
 
 mod support;
 
+use memwal_core::wal::WalLayout;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
@@ -43,36 +45,45 @@ fn submit(w: &ShardWriter, id: i32) -> DurableWatcher {
     }
 }
 
-// Each durable put alone is one WAL entry, one PUT of exactly its encoded bytes, and nothing
-// else: no GET, HEAD, LIST or DELETE on the put path.
+// Each durable put alone is one WAL entry: on the object layout one PUT of exactly its
+// encoded bytes, on segments no store request at all (a record appended to a file), and
+// nothing else: no GET, HEAD, LIST or DELETE on the put path.
 #[tokio::test]
 async fn each_sequential_durable_put_costs_exactly_one_put_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::local(dir.path()).unwrap();
-    let w = Shard::new(&store).open(quiet()).await;
-    let opened = w.stats();
-    // A fresh shard: one PUT (the claim's manifest version), reads that find nothing, no
-    // DELETE (a local store needs no conditional-create probe).
-    assert_eq!(opened.store.put_requests, 1, "{:?}", opened.store);
-    assert_eq!(opened.store.get_bytes, 0, "{:?}", opened.store);
-    assert_eq!(opened.store.delete_requests, 0, "{:?}", opened.store);
-    assert!(
-        opened.store.get_requests + opened.store.head_requests + opened.store.list_requests > 0,
-        "open looks at the shard before claiming it: {:?}",
-        opened.store
-    );
-    const N: u64 = 5;
-    for i in 0..N as i32 {
-        w.put(vec![batch([i])]).await.unwrap();
+    for layout in [WalLayout::Objects, WalLayout::Segments] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::local(dir.path())
+            .unwrap()
+            .with_new_shard_wal_layout(layout);
+        let w = Shard::new(&store).open(quiet()).await;
+        let opened = w.stats();
+        // A fresh shard: one PUT (the claim's manifest version), reads that find nothing, no
+        // DELETE (a local store needs no conditional-create probe).
+        assert_eq!(opened.store.put_requests, 1, "{:?}", opened.store);
+        assert_eq!(opened.store.get_bytes, 0, "{:?}", opened.store);
+        assert_eq!(opened.store.delete_requests, 0, "{:?}", opened.store);
+        assert!(
+            opened.store.get_requests + opened.store.head_requests + opened.store.list_requests > 0,
+            "open looks at the shard before claiming it: {:?}",
+            opened.store
+        );
+        const N: u64 = 5;
+        for i in 0..N as i32 {
+            w.put(vec![batch([i])]).await.unwrap();
+        }
+        let after = w.stats();
+        let wal_bytes = w.wal_stats().bytes_appended;
+        let expected = match layout {
+            WalLayout::Objects => [N, wal_bytes, 0, 0, 0, 0, 0],
+            WalLayout::Segments => [0; 7],
+        };
+        assert_eq!(delta(&opened, &after), expected, "{layout:?}");
+        assert_eq!(after.wal_append_latency.count, N);
+        assert_eq!(after.put_to_durable_latency.count, N);
+        assert!(after.put_to_durable_latency.max >= after.put_to_durable_latency.p50);
+        assert_eq!(after.operations, Default::default(), "nothing was retried");
+        w.close().await.unwrap();
     }
-    let after = w.stats();
-    let wal_bytes = w.wal_stats().bytes_appended;
-    assert_eq!(delta(&opened, &after), [N, wal_bytes, 0, 0, 0, 0, 0]);
-    assert_eq!(after.wal_append_latency.count, N);
-    assert_eq!(after.put_to_durable_latency.count, N);
-    assert!(after.put_to_durable_latency.max >= after.put_to_durable_latency.p50);
-    assert_eq!(after.operations, Default::default(), "nothing was retried");
-    w.close().await.unwrap();
 }
 
 /// Counts, below the writer's own counting, what reaches the object store.

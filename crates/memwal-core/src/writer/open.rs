@@ -318,9 +318,10 @@ async fn claim(store: Store, schema: SchemaRef, config: &WriterConfig) -> Result
     }
     let choice = LayoutChoice {
         asked: config.wal_layout,
-        for_new_shard: config
-            .wal_layout
-            .unwrap_or_else(|| store.new_shard_wal_layout()),
+        for_new_shard: match config.wal_layout {
+            Some(asked) => asked,
+            None => new_shard_layout(&store, &paths)?,
+        },
     };
     let layout = latest
         .as_ref()
@@ -403,6 +404,20 @@ fn claim_of(
         writer_id,
         schema,
     })
+}
+
+/// The layout a new shard gets when its writer asks for none: the store's choice, except that
+/// segments fall back to objects on a network file system (where they are refused when asked
+/// for: see [`segments::check_local_disk`]).
+fn new_shard_layout(store: &Store, paths: &ShardPaths) -> Result<WalLayout> {
+    let layout = store.new_shard_wal_layout();
+    if layout == WalLayout::Segments {
+        let files = segments::files_of(store, paths, 0)?;
+        if segments::check_local_disk(&files).is_err() {
+            return Ok(WalLayout::Objects);
+        }
+    }
+    Ok(layout)
 }
 
 /// The shard was created with the other layout while this open read it: a race between two

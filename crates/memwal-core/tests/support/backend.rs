@@ -37,7 +37,10 @@ impl Backend {
 
     pub fn local() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::local(dir.path()).unwrap();
+        // Objects, which `Store::local` gives new shards only on a network file system.
+        let store = Store::local(dir.path())
+            .unwrap()
+            .with_new_shard_wal_layout(WalLayout::Objects);
         Backend {
             name: "local",
             store,
