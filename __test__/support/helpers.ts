@@ -35,7 +35,7 @@ export function ids(t: Table): number[] {
 /** A temp dir removed when the test ends. */
 export function tempDir(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'memwal-test-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }))
   return dir
 }
 

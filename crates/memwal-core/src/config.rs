@@ -120,8 +120,11 @@ pub struct WriterConfig {
     /// smaller). Default 134,217,728 (128 MiB).
     pub compaction_target_bytes: u64,
     /// How the WAL is laid out ([`WalLayout`]). Default (`None`): the layout an existing shard
-    /// records, and for a new shard `Objects`. A layout other than the shard's is refused (a
-    /// shard changes layout only by conversion). `Segments` needs a local directory.
+    /// records, and for a new shard the store's choice ([`crate::Store::new_shard_wal_layout`],
+    /// objects unless the store was built to choose segments; never segments on a network
+    /// file system or an object store). A
+    /// layout other than the shard's is refused (a shard changes layout only by conversion).
+    /// `Segments` needs a local directory on a local disk.
     pub wal_layout: Option<WalLayout>,
     /// Size of a WAL segment file (segment layout), in bytes. Default 67,108,864 (64 MiB):
     /// the disk space a shard's WAL takes at least once it rotated, and how much it writes

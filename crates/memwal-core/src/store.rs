@@ -137,8 +137,8 @@ fn memory_registry() -> &'static Mutex<HashMap<String, Store>> {
 impl Store {
     /// A local directory, with fsync of files and directories on. The directory (and its
     /// parents) is created on the first write, so a reader never creates anything. New shards
-    /// get the segment-log WAL (one sync per group commit), unless the directory is on a
-    /// network file system, where they get the object layout.
+    /// get the object layout unless [`Store::with_new_shard_wal_layout`] says otherwise (the
+    /// segment layout becomes the default for local directories once every suite runs on it).
     pub fn local(dir: impl AsRef<std::path::Path>) -> Result<Self> {
         let dir = dir.as_ref();
         if dir.as_os_str().is_empty() {
@@ -158,7 +158,7 @@ impl Store {
                 abs.display()
             )));
         }
-        Ok(Self::on_fs(Arc::new(StdFs), abs, true).with_new_shard_wal_layout(WalLayout::Segments))
+        Ok(Self::on_fs(Arc::new(StdFs), abs, true))
     }
 
     /// A store in directory `dir` of `fs` (absolute). `fsync: false` makes nothing durable

@@ -58,6 +58,10 @@ pub(crate) trait WalWriter: Send + std::fmt::Debug {
     /// [`CommitFailed`]: the typed failure that fences the writer (`PeerClaimedEpoch`,
     /// `PersistenceFailure`), and the entries of the round that stand anyway.
     async fn commit(&mut self) -> std::result::Result<(), CommitFailed>;
+
+    /// Waits for whatever this WAL still does in the background (the segment log allocating a
+    /// spare), so that a closed writer no longer touches the shard's files.
+    async fn close(&mut self) {}
 }
 
 /// A commit that failed: the entries at or past `stands_below` fail with `error`; those below

@@ -253,6 +253,7 @@ impl WalFlushHandler {
                 biased;
                 n = self.rx.recv_many(&mut msgs, MAX_DRAIN) => {
                     if n == 0 {
+                        self.appender.close().await;
                         return;
                     }
                 }
@@ -262,6 +263,7 @@ impl WalFlushHandler {
             }
             let stop = self.handle(std::mem::take(&mut msgs)).await;
             if stop {
+                self.appender.close().await;
                 return;
             }
         }

@@ -26,7 +26,6 @@
 //! thread. After a claim and after each rotation, a background task allocates the next spare.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -52,18 +51,19 @@ pub(crate) struct SegmentWalWriter {
     log: Option<SegmentLog>,
     /// The first position not yet committed.
     uncommitted: u64,
-    /// Whether a spare is being allocated in the background.
-    allocating: Arc<AtomicBool>,
+    /// The spare being allocated in the background, if any: awaited by [`WalWriter::close`],
+    /// so that a closed writer leaves no task writing into the shard's folder.
+    allocation: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl SegmentWalWriter {
     /// A writer appending to `log`, claimed by `claim`. Starts allocating the next spare.
     pub fn new(claim: Arc<Claim>, log: SegmentLog) -> Self {
-        let writer = SegmentWalWriter {
+        let mut writer = SegmentWalWriter {
             claim,
             uncommitted: log.next_position(),
             log: Some(log),
-            allocating: Arc::new(AtomicBool::new(false)),
+            allocation: None,
         };
         writer.prepare_spare();
         writer
@@ -74,19 +74,18 @@ impl SegmentWalWriter {
     }
 
     /// Allocates a full-size spare in the background, unless one is being allocated.
-    fn prepare_spare(&self) {
+    fn prepare_spare(&mut self) {
         let Ok(log) = self.log() else { return };
-        if self.allocating.swap(true, Ordering::AcqRel) {
+        if self.allocation.as_ref().is_some_and(|a| !a.is_finished()) {
             return;
         }
-        let (files, allocating): (SegmentFiles, _) = (log.files().clone(), self.allocating.clone());
-        tokio::task::spawn_blocking(move || {
+        let files: SegmentFiles = log.files().clone();
+        self.allocation = Some(tokio::task::spawn_blocking(move || {
             // A failure here only means the next rotation allocates its own spare.
             if let Err(e) = files.ensure_spare() {
                 tracing::warn!(target: "memwal::wal", error = %e, "allocating a WAL segment spare failed");
             }
-            allocating.store(false, Ordering::Release);
-        });
+        }));
     }
 
     /// Runs `f` on the log on a blocking thread.
@@ -237,6 +236,12 @@ impl WalWriter for SegmentWalWriter {
             num_rows: batches.iter().map(|b| b.num_rows()).sum(),
             bytes: bytes.len(),
         })
+    }
+
+    async fn close(&mut self) {
+        if let Some(allocation) = self.allocation.take() {
+            let _ = allocation.await;
+        }
     }
 
     async fn commit(&mut self) -> std::result::Result<(), CommitFailed> {
