@@ -137,21 +137,25 @@ async fn run(
     h
 }
 
-/// What a reboot finds: the rows a new writer recovers (and a reader agrees).
+/// What a reboot finds: the rows a new writer recovers (and a reader then agrees). The writer
+/// opens first: a claim the power cut interrupted (on segments, a fence file written and no
+/// segment started) leaves the shard for the next claim to settle, and a reader waits for that.
 async fn recovered(fs: &Arc<SimFs>, shard: Uuid) -> Result<Vec<i32>, String> {
     // An existing shard keeps its layout: the store's choice for new ones does not matter.
     let store = store(fs, true);
+    let writer_rows =
+        match ShardWriter::open(store.clone(), schema(), on(shard, config(true))).await {
+            Ok(w) => {
+                let rows = ids(&w.scan().await.map_err(|e| e.to_string())?);
+                w.close().await.map_err(|e| e.to_string())?;
+                rows
+            }
+            Err(e) => return Err(format!("reopen failed: {e}")),
+        };
     let reader_rows = match ShardReader::open(store.clone(), shard).await {
         Ok(r) => ids(&r.scan().await.map_err(|e| e.to_string())?.batches),
-        // No manifest survived: nothing was ever acknowledged durable.
-        Err(e) if e.code() == memwal_core::ErrorCode::InvalidArgument => Vec::new(),
         Err(e) => return Err(e.to_string()),
     };
-    let w = ShardWriter::open(store, schema(), on(shard, config(true)))
-        .await
-        .map_err(|e| format!("reopen failed: {e}"))?;
-    let writer_rows = ids(&w.scan().await.map_err(|e| e.to_string())?);
-    w.close().await.map_err(|e| e.to_string())?;
     if writer_rows != reader_rows {
         return Err(format!(
             "writer recovered {writer_rows:?} but the reader sees {reader_rows:?}"
