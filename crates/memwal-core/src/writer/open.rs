@@ -660,35 +660,7 @@ async fn recover(
             rx,
         });
     }
-    let first_generation = manifest.current_generation.max(1);
-    let replayed = async {
-        match source {
-            Source::Objects => {
-                replay::replay(
-                    &claim.store,
-                    &claim.paths,
-                    &claim.schema,
-                    config,
-                    claim.epoch,
-                    manifest.replay_after_wal_entry_position,
-                    first_generation,
-                )
-                .await
-            }
-            Source::Segments(read) => {
-                replay::replay_segments(
-                    &claim.store,
-                    &claim.paths,
-                    &claim.schema,
-                    config,
-                    claim.epoch,
-                    read,
-                    first_generation,
-                )
-                .await
-            }
-        }
-    };
+    let replayed = replay_from(claimed, config, source);
     let (r, flushed) = tokio::try_join!(
         replayed,
         flushed_requests(&claim.store, &claim.paths, manifest, &requests),
@@ -718,6 +690,42 @@ async fn recover(
         gen_tx,
         rx,
     })
+}
+
+/// Replays the WAL of `claimed` after its cursor from `source` (see [`recover`]).
+async fn replay_from(
+    claimed: &Claimed,
+    config: &WriterConfig,
+    source: Source<'_>,
+) -> Result<replay::Replayed> {
+    let (claim, manifest) = (&claimed.claim, &claimed.manifest);
+    let first_generation = manifest.current_generation.max(1);
+    match source {
+        Source::Objects => {
+            replay::replay(
+                &claim.store,
+                &claim.paths,
+                &claim.schema,
+                config,
+                claim.epoch,
+                manifest.replay_after_wal_entry_position,
+                first_generation,
+            )
+            .await
+        }
+        Source::Segments(read) => {
+            replay::replay_segments(
+                &claim.store,
+                &claim.paths,
+                &claim.schema,
+                config,
+                claim.epoch,
+                read,
+                first_generation,
+            )
+            .await
+        }
+    }
 }
 
 /// Queues the MemTables replay filled for their generation flushes, and starts the writer's
