@@ -89,11 +89,17 @@ export async function countSyncs(probe, tmpDir) {
     cleanup()
     return { failed: `${why}${stderr.trim() ? `: ${stderr.trim().split('\n').pop()}` : ''}` }
   }
+  // Each wait tries once more after its deadline: the JavaScript thread may have been busy
+  // elsewhere (a cell's set-up) for all of it.
+  const deadline = () => {
+    const end = Date.now() + 30_000
+    return () => Date.now() > end
+  }
   let acks = ''
-  /** Waits until perf has acknowledged `n` commands in all, or 3 s. */
+  /** Waits until perf has acknowledged `n` commands in all. */
   const awaitAcks = async (n) => {
     const buf = Buffer.alloc(64)
-    for (const end = Date.now() + 3000; Date.now() < end && !exited; ) {
+    for (const late = deadline(); ; ) {
       try {
         const k = fs.readSync(ackFd, buf)
         acks += buf.toString('latin1', 0, k)
@@ -101,19 +107,19 @@ export async function countSyncs(probe, tmpDir) {
         if (e.code !== 'EAGAIN') throw e
       }
       if ((acks.match(/ack/g) ?? []).length >= n) return true
+      if (exited || late()) return false
       await sleep(1)
     }
-    return false
   }
   // perf opens its end of the FIFO once it has attached; until then a non-blocking open for
   // writing fails with ENXIO.
-  for (const end = Date.now() + 5000; ctlFd === null; ) {
-    if (exited) return fail('perf exited')
-    if (Date.now() > end) return fail('perf did not open its control FIFO')
+  for (const late = deadline(); ctlFd === null; ) {
     try {
       ctlFd = fs.openSync(ctl, O_WRONLY | O_NONBLOCK)
     } catch (e) {
       if (e.code !== 'ENXIO') throw e
+      if (exited) return fail('perf exited')
+      if (late()) return fail('perf did not open its control FIFO')
       await sleep(2)
     }
   }
