@@ -12,9 +12,9 @@
 //   3. this package's dependencies (`npm ci` here; bench/.npmrc turns install scripts off);
 //   4. better-sqlite3's native module, built from source with node-gyp (prebuilt downloads
 //      are not reachable here);
-//   5. the Rust store floor (`cargo build --release --example store_floor`), if cargo exists;
-//      `--smoke` takes the debug build instead (`cargo test` has built it already in CI, and the
-//      smoke guards do not look at the floor's speed).
+//   5. the Rust floors (`cargo build --release --example store_floor --example segment_floor`),
+//      if cargo exists; `--smoke` takes the debug builds instead (`cargo test` has built them
+//      already in CI, and the smoke guards do not look at the floors' speed).
 //
 // Each step prints how long it took; `--setup-only` stops after them.
 
@@ -168,7 +168,7 @@ step('better-sqlite3 (node-gyp, from source)', () => {
   return true
 })
 
-step('Rust store floor (cargo example)', () => {
+step('Rust floors (cargo examples)', () => {
   if (noBuild) return false
   const rustc = spawnSync('rustc', ['-vV'], { encoding: 'utf8' })
   if (rustc.status !== 0) {
@@ -176,7 +176,7 @@ step('Rust store floor (cargo example)', () => {
     return false
   }
   const host = /host: (\S+)/.exec(rustc.stdout)?.[1]
-  const example = ['--locked', '-p', 'memwal-core', '--example', 'store_floor']
+  const example = ['--locked', '-p', 'memwal-core', '--example', 'store_floor', '--example', 'segment_floor']
   if (args.includes('--smoke')) {
     run('cargo', ['build', ...example], root)
   } else {

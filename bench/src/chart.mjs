@@ -4,8 +4,38 @@
 import * as vega from 'vega'
 import * as vl from 'vega-lite'
 
-const ORDER = ['memwal', 'memwal objects', 'floor-js', 'floor-rust', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
-const COLORS = ['#d62728', '#e377c2', '#7f7f7f', '#bcbd22', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e']
+const ORDER = [
+  'memwal',
+  'memwal objects',
+  'memwal (objects)',
+  'memwal objects (objects)',
+  'memwal (segments)',
+  'memwal objects (segments)',
+  'floor-js',
+  'floor-rust',
+  'segment-floor-js',
+  'segment-floor-rust',
+  'better-sqlite3',
+  'lmdb',
+  'classic-level',
+  'lancedb',
+]
+const COLORS = [
+  '#d62728',
+  '#e377c2',
+  '#d62728',
+  '#e377c2',
+  '#8c564b',
+  '#c49c94',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+  '#9edae5',
+  '#1f77b4',
+  '#2ca02c',
+  '#9467bd',
+  '#ff7f0e',
+]
 
 export async function renderChart(report) {
   const cells = report.cells

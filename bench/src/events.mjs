@@ -15,7 +15,8 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 
 import { closedLoopOf } from './closed-loop.mjs'
-import { isLanceCommitConflict } from './stores.mjs'
+import { layoutName } from './plan.mjs'
+import { isLanceCommitConflict, walLayout } from './stores.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -75,18 +76,19 @@ function eventTable(arrow, e) {
 /**
  * The W8 adapters: `open(dir, { durable, kind })` returns `{ put(c, seq), counters(), close(),
  * writer? }`, with `kind` 'events' or 'embeddings'. `mods` are the loaded modules (`memwal`,
- * `arrow21` (memwal's apache-arrow), `arrow18` (LanceDB's), `lancedbEntry`).
+ * `arrow21` (memwal's apache-arrow), `arrow18` (LanceDB's), `lancedbEntry`); memwal's
+ * plain-object events are also offered on each WAL layout of `layouts` (null: the default).
  */
-export function eventStores(mods) {
+export function eventStores(mods, layouts = [null]) {
   const { ShardWriter } = mods.memwal
   const arrow = mods.arrow21
   const s = schemas(arrow)
   const lanceSchemas = schemas(mods.arrow18)
-  const memwal = (input) => ({
+  const memwal = (input, layout = null) => ({
     async open(dir, { durable, kind }) {
       let schema = s[kind]
       if (input === 'tableFromArrays') schema = eventTable(arrow, makeEvent(0, 0)).schema
-      const w = await ShardWriter.open(dir, { schema, durableWrite: durable })
+      const w = await ShardWriter.open(dir, { schema, durableWrite: durable, ...walLayout(layout) })
       const row = kind === 'events' ? makeEvent : makeEmbeddingRow
       return {
         writer: w,
@@ -99,8 +101,12 @@ export function eventStores(mods) {
       }
     },
   })
+  const layoutStores = Object.fromEntries(
+    layouts.filter((l) => l !== null).map((l) => [layoutName('memwal objects', l), memwal('objects', l)]),
+  )
   return {
     'memwal objects': memwal('objects'),
+    ...layoutStores,
     'memwal tableFromArrays': memwal('tableFromArrays'),
     'better-sqlite3': {
       async open(dir, { durable, kind }) {
@@ -184,10 +190,12 @@ export function eventStores(mods) {
 
 /**
  * One W8 cell: `clients` closed-loop clients of store `name`, each put building its input.
- * Returns the cell's record, or null if the store does not take this kind or mode.
+ * Returns the cell's record, or null if the store does not take this kind or mode. `edges`, if
+ * given (or a promise of it, awaited once the store is open), has its `start()` and `stop()`
+ * called at the measured window's edges.
  */
-export async function eventCell(stores, name, { dir, kind, durable, clients, warmupMs, measureMs }) {
-  const s = await stores[name].open(dir, { durable, kind })
+export async function eventCell(stores, name, { dir, kind, durable, clients, warmupMs, measureMs, edges: edgesReady = null }) {
+  const [s, edges] = await Promise.all([stores[name].open(dir, { durable, kind }), edgesReady])
   if (s === null) return null
   let elu0 = null
   let elu = null
@@ -197,12 +205,15 @@ export async function eventCell(stores, name, { dir, kind, durable, clients, war
     measureMs,
     hooks: {
       start: () => {
+        edges?.start()
         elu0 = performance.eventLoopUtilization()
         return s.counters()
       },
       end: () => {
         elu = performance.eventLoopUtilization(elu0)
-        return s.counters()
+        const snap = s.counters()
+        edges?.stop()
+        return snap
       },
     },
     tolerated: name === 'lancedb' ? isLanceCommitConflict : undefined,
@@ -228,6 +239,7 @@ export async function eventCell(stores, name, { dir, kind, durable, clients, war
     // The JavaScript thread's busy time per put: event-loop utilisation over the window.
     jsThreadUsPerPut: elu && res.ops ? (elu.active * 1000) / res.ops : null,
     eventLoopUtilization: elu?.utilization ?? null,
+    walEntries: entries,
     putsPerWalEntry: entries ? (res.endSnap.putCount - res.startSnap.putCount) / entries : null,
     errors: res.errors,
     firstError: res.firstError ?? null,

@@ -1,6 +1,6 @@
 // The machine floor (printed first in every report) and the Rust store floor runner.
 
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import os from 'node:os'
@@ -8,22 +8,13 @@ import path from 'node:path'
 
 import { retire } from './data-dir.mjs'
 import { Latencies, now } from './latencies.mjs'
-
-/** Repeats `fn` (synchronous) for `ms` (at least `min` times); latency summary in µs. */
-function loopSync(ms, min, fn) {
-  const lat = new Latencies()
-  const end = now() + ms
-  for (let i = 0; i < min || now() < end; i++) {
-    const a = now()
-    fn(i)
-    lat.push((now() - a) * 1000)
-  }
-  return lat.summary()
-}
+import { runExample } from './rust-example.mjs'
+import { preallocate } from './segment-floor.mjs'
 
 /**
- * fdatasync of a 100 B append; durable publish of a new 100 B file, without and with an fsync of
- * the file after its rename; memcpy; async hop.
+ * fdatasync of a 100 B append, and of a 100 B write into a preallocated file; durable publish
+ * of a new 100 B file, without and with an fsync of the file after its rename; memcpy; async
+ * hop.
  */
 export async function machineFloor(dir, { ms }) {
   fs.mkdirSync(dir, { recursive: true })
@@ -33,11 +24,33 @@ export async function machineFloor(dir, { ms }) {
   const fd = fs.openSync(appendFile, 'a')
   fs.writeSync(fd, rec)
   fs.fdatasyncSync(fd)
-  const append = loopSync(ms, 50, () => {
-    fs.writeSync(fd, rec)
-    fs.fdatasyncSync(fd)
-  })
+  // The same record written at the next offset of a zero-filled, synced file (a segment log's
+  // commit): the append grows the file, so its sync writes the inode too, and this one's does
+  // not. Alternating the two in one loop makes their difference this disk's, now.
+  const segmentBytes = 16 << 20
+  const segFd = preallocate(path.join(dir, 'segment'), segmentBytes)
+  let segOffset = 0
+  const appended = new Latencies()
+  const overwritten = new Latencies()
+  const appendEnd = now() + ms
+  for (let i = 0; i < 100 || now() < appendEnd; i++) {
+    const a = now()
+    if (i % 2 === 0) {
+      fs.writeSync(fd, rec)
+      fs.fdatasyncSync(fd)
+      appended.push((now() - a) * 1000)
+    } else {
+      if (segOffset + rec.length > segmentBytes) segOffset = 0
+      fs.writeSync(segFd, rec, 0, rec.length, segOffset)
+      segOffset += rec.length
+      fs.fdatasyncSync(segFd)
+      overwritten.push((now() - a) * 1000)
+    }
+  }
+  const append = appended.summary()
+  const preallocated = overwritten.summary()
   fs.closeSync(fd)
+  fs.closeSync(segFd)
 
   // The publish floor, interleaved with the same publish plus an fsync of the file after its
   // rename: the order memwal uses, because on ext4 without a journal only that writes the new
@@ -97,6 +110,7 @@ export async function machineFloor(dir, { ms }) {
 
   return {
     fdatasyncAppend100B: { ...append, perSecond: 1e6 / append.mean },
+    fdatasyncPreallocated100B: { ...preallocated, perSecond: 1e6 / preallocated.mean },
     publishNewFile100B: { ...publish, perSecond: 1e6 / publish.mean },
     publishNewFileSynced100B: { ...publishSynced, perSecond: 1e6 / publishSynced.mean },
     memcpyGBs: { inCache1MiB: memcpyCacheGBs, dram64MiB: memcpyDramGBs },
@@ -104,60 +118,14 @@ export async function machineFloor(dir, { ms }) {
   }
 }
 
-/**
- * Where the store_floor example binary is, or null: the newest release build
- * (`target/<triple>/release`, `target/release`), else with `allowDebug` the debug build.
- */
-export function rustFloorBinary(benchDir, { allowDebug = false } = {}) {
-  const target = path.join(benchDir, '..', 'target')
-  if (!fs.existsSync(target)) return null
-  const exists = (list) => list.filter((c) => fs.existsSync(c))
-  const newest = (list) => list.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0] ?? null
-  // `target/release` (a build for the host) and `target/<triple>/release` (napi's builds).
-  const release = exists(
-    ['', ...fs.readdirSync(target)].map((t) => path.join(target, t, 'release', 'examples', 'store_floor')),
-  )
-  const debug = allowDebug ? exists([path.join(target, 'debug', 'examples', 'store_floor')]) : []
-  return newest(release) ?? newest(debug)
-}
-
-/** Runs one Rust floor cell (a child process) and returns its JSON result. */
+/** Runs one Rust store floor cell (a child process) and returns its JSON result. */
 export function runRustFloor(bin, { dir, payload, clients, warmupMs, measureMs }) {
   fs.mkdirSync(dir, { recursive: true })
   const payloadFile = path.join(dir, '..', `payload-${path.basename(dir)}.arrow`)
   fs.writeFileSync(payloadFile, payload)
-  return new Promise((resolve, reject) => {
-    const p = spawn(
-      bin,
-      [
-        '--dir',
-        dir,
-        '--payload',
-        payloadFile,
-        '--clients',
-        String(clients),
-        '--warmup-ms',
-        String(warmupMs),
-        '--duration-ms',
-        String(measureMs),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let out = ''
-    let err = ''
-    p.stdout.on('data', (d) => (out += d))
-    p.stderr.on('data', (d) => (err += d))
-    p.on('error', reject)
-    p.on('close', (code) => {
-      fs.rmSync(payloadFile, { force: true })
-      if (code !== 0) return reject(new Error(`store_floor exited ${code}: ${err.trim().slice(0, 500)}`))
-      try {
-        resolve(JSON.parse(out.trim().split('\n').pop()))
-      } catch (e) {
-        reject(new Error(`store_floor printed no JSON: ${out.slice(0, 200)} ${err.slice(0, 200)}`))
-      }
-    })
-  })
+  const argv = ['--dir', dir, '--payload', payloadFile, '--clients', String(clients)]
+  argv.push('--warmup-ms', String(warmupMs), '--duration-ms', String(measureMs))
+  return runExample(bin, argv).finally(() => fs.rmSync(payloadFile, { force: true }))
 }
 
 function tryExec(cmd, args) {

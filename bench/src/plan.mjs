@@ -13,6 +13,20 @@ export const ALL = [...FLOORS, 'memwal', ...PEERS]
 /** memwal given plain-object rows built per put (W2 also runs it beside the prebuilt Tables). */
 export const MEMWAL_OBJECTS = 'memwal objects'
 
+/**
+ * The raw floors of a segment-log WAL: records written at the next offset of a preallocated
+ * file, then one `fdatasync` per group commit; from JavaScript and from Rust. W1 and W2 (1-row
+ * puts) run them, and the lone-put and 64-client targets are ratios against the JavaScript one.
+ */
+export const SEGMENT_FLOORS = ['segment-floor-js', 'segment-floor-rust']
+
+/**
+ * The name of memwal store `store` on WAL layout `layout` (`'objects'`, `'segments'`), or
+ * `store` itself when `layout` is null: a writer without the `walLayout` option has one layout,
+ * and its cells keep the names earlier reports used.
+ */
+export const layoutName = (store, layout) => (layout ? `${store} (${layout})` : store)
+
 /** W8's stores: memwal with an event object and with a Table built per event, and the peers. */
 export const W8_STORES = [MEMWAL_OBJECTS, 'memwal tableFromArrays', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
 /** W8e's stores (classic-level has no typed-array value, so it sits out the embeddings). */
@@ -37,10 +51,18 @@ export const W5_ROTATING = {
 }
 /** W5's MemTables large enough never to rotate during the cell. */
 export const W5_STEADY = { maxMemtableBatches: 1 << 21, maxMemtableSize: 2 ** 33, maxUnflushedMemtableBytes: 2 ** 34 }
-/** W8's cells in run order, as `[workload, store, { kind, durable, clients }]`. */
-export const W8_PLAN = [
-  ...[true, false].flatMap((durable) =>
-    [1, 64].flatMap((clients) => W8_STORES.map((store) => ['W8', store, { kind: 'events', durable, clients }])),
-  ),
-  ...W8E_STORES.map((store) => ['W8e', store, { kind: 'embeddings', durable: true, clients: 64 }]),
-]
+/**
+ * W8's cells in run order, as `[workload, store, { kind, durable, clients }]`. memwal's durable
+ * plain-object events run on each of `layouts` (see {@link layoutName}); its other cells on the
+ * writer's default layout.
+ */
+export const w8Plan = (layouts = [null]) => {
+  const stores = (durable) =>
+    W8_STORES.flatMap((s) => (s === MEMWAL_OBJECTS && durable ? layouts.map((l) => layoutName(s, l)) : [s]))
+  return [
+    ...[true, false].flatMap((durable) =>
+      [1, 64].flatMap((clients) => stores(durable).map((store) => ['W8', store, { kind: 'events', durable, clients }])),
+    ),
+    ...W8E_STORES.map((store) => ['W8e', store, { kind: 'embeddings', durable: true, clients: 64 }]),
+  ]
+}

@@ -14,8 +14,11 @@ import { renderChart } from './chart.mjs'
 import { summaryMarkdown } from './summary.mjs'
 import { sayFencingTable, sayRecoveryTable, sayWorkloadTables, summarizeFencing } from './tables.mjs'
 import { ROW_BYTES, arrowKit, loadModules, poolSize, tablePools } from './data.mjs'
-import { fsInfo, machineFloor, runRustFloor, rustFloorBinary, versions } from './floor.mjs'
+import { fsInfo, machineFloor, runRustFloor, versions } from './floor.mjs'
+import { rustExampleBinary } from './rust-example.mjs'
+import { RECORD_HEADER_BYTES, recordBytes, runRustSegmentFloor, segmentFloorStore } from './segment-floor.mjs'
 import { jsFloorStore, lancedbStore, levelStore, lmdbStore, memwalObjectsStore, memwalStore, sqliteStore } from './stores.mjs'
+import { countSyncs, probeSyncCounting } from './syncs.mjs'
 import { eventCell, eventStores } from './events.mjs'
 import { claimShard } from './claim.mjs'
 import { closedLoopOf } from './closed-loop.mjs'
@@ -24,7 +27,18 @@ import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 import { now } from './latencies.mjs'
 import { cellFinder } from './lookup.mjs'
 import { rssSampler } from './memory.mjs'
-import { ALL, BURST, FLOORS, MEMWAL_OBJECTS, SUSTAINED, W5_ROTATING, W5_STEADY, W8_PLAN } from './plan.mjs'
+import {
+  BURST,
+  FLOORS,
+  MEMWAL_OBJECTS,
+  PEERS,
+  SEGMENT_FLOORS,
+  SUSTAINED,
+  W5_ROTATING,
+  W5_STEADY,
+  layoutName,
+  w8Plan,
+} from './plan.mjs'
 import { saySmokeChecks, smokeChecks } from './smoke.mjs'
 import { judgeTargets, sayTargets } from './targets.mjs'
 
@@ -35,6 +49,8 @@ const { values: argv } = parseArgs({
     smoke: { type: 'boolean', default: process.env.MEMWAL_BENCH_SMOKE === '1' },
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
+    rows: { type: 'string' },
+    clients: { type: 'string' },
     dir: { type: 'string' },
     'warmup-ms': { type: 'string' },
     'measure-ms': { type: 'string' },
@@ -57,6 +73,7 @@ const P = {
     w6TinyMs: 10000,
     w7Reps: 20,
     w7LeadMs: 200,
+    segmentBytes: 64 << 20,
   },
   quick: {
     warmupMs: 500,
@@ -69,6 +86,7 @@ const P = {
     w6TinyMs: 3000,
     w7Reps: 8,
     w7LeadMs: 150,
+    segmentBytes: 64 << 20,
   },
   smoke: {
     warmupMs: 100,
@@ -81,12 +99,20 @@ const P = {
     w6TinyMs: 1000,
     w7Reps: 3,
     w7LeadMs: 100,
+    // Zero-filling the segment comes before each floor cell: a smaller one keeps smoke short.
+    segmentBytes: 16 << 20,
   },
 }[MODE]
 if (argv['warmup-ms']) P.warmupMs = Number(argv['warmup-ms'])
 if (argv['measure-ms']) P.measureMs = Number(argv['measure-ms'])
 const ONLY = argv.only ? new Set(argv.only.split(',').map((s) => s.trim().toUpperCase())) : null
-const SAVE_LATEST = argv.save || (MODE === 'full' && !ONLY && !argv['warmup-ms'] && !argv['measure-ms'])
+// `--rows 1 --clients 1,64`: only the cells (W0-W5, W8) of these sizes, for a full-length look at
+// a few of them (W1's lone put and W2's 64 clients, say) in minutes instead of half an hour.
+const numbers = (list) => (list ? new Set(list.split(',').map(Number)) : null)
+const ROWS = numbers(argv.rows)
+const CLIENTS = numbers(argv.clients)
+const SAVE_LATEST =
+  argv.save || (MODE === 'full' && !ONLY && !ROWS && !CLIENTS && !argv['warmup-ms'] && !argv['measure-ms'])
 const startedAt = now()
 const loadStart = os.loadavg()
 
@@ -134,9 +160,39 @@ const payloadFor = (rows) => {
   return payloads.get(rows)
 }
 
-const RUST_BIN = rustFloorBinary(benchDir, { allowDebug: MODE === 'smoke' })
+const RUST_BIN = rustExampleBinary(benchDir, 'store_floor', { allowDebug: MODE === 'smoke' })
+const SEGMENT_BIN = rustExampleBinary(benchDir, 'segment_floor', { allowDebug: MODE === 'smoke' })
+
+/**
+ * The WAL layouts memwal's W1, W2 and W8 cells run on: `objects` and `segments` when the writer
+ * takes the `walLayout` option (tried on a fresh shard: an unknown option is an error), else
+ * `[null]`, the writer's only layout. `MEMWAL_BENCH_WAL_LAYOUTS=objects` (or `segments`) keeps
+ * one of the two.
+ */
+async function walLayouts() {
+  const dir = path.join(DATA, 'wal-layout-probe')
+  let layouts = [null]
+  let reason = null
+  try {
+    const w = await mods.memwal.ShardWriter.open(dir, { schema: kit21.schema, walLayout: 'segments' })
+    await w.abort()
+    layouts = ['objects', 'segments']
+  } catch (e) {
+    reason = String(e?.message ?? e).split(/[\n;]/)[0].slice(0, 200)
+  }
+  rmrf(dir)
+  const only = process.env.MEMWAL_BENCH_WAL_LAYOUTS?.split(',').map((l) => l.trim())
+  if (only && layouts[0] !== null) layouts = layouts.filter((l) => only.includes(l))
+  return { layouts, reason }
+}
+const LAYOUTS = await walLayouts()
+/** memwal's stores in W1 and W2, one per WAL layout (prebuilt Tables, then plain objects). */
+const MEMWALS = LAYOUTS.layouts.map((l) => layoutName('memwal', l))
+const MEMWALS_OBJECTS = LAYOUTS.layouts.map((l) => layoutName(MEMWAL_OBJECTS, l))
+
 const STORES = {
   'floor-js': jsFloorStore(payloadFor),
+  'segment-floor-js': segmentFloorStore({ segmentBytes: P.segmentBytes }),
   memwal: memwalStore(mods, pools21),
   [MEMWAL_OBJECTS]: memwalObjectsStore(mods, kit21.schema),
   'better-sqlite3': sqliteStore(),
@@ -144,6 +200,14 @@ const STORES = {
   'classic-level': levelStore(),
   lancedb: lancedbStore(mods, pools18),
 }
+for (const l of LAYOUTS.layouts) {
+  if (l === null) continue
+  STORES[layoutName('memwal', l)] = memwalStore(mods, pools21, l)
+  STORES[layoutName(MEMWAL_OBJECTS, l)] = memwalObjectsStore(mods, kit21.schema, l)
+}
+
+// Sync calls per acknowledged put, counted in W1's, W2's and W8's durable 1-row cells.
+const SYNCS = process.env.MEMWAL_BENCH_SYNCS === '0' ? { available: false, reason: 'MEMWAL_BENCH_SYNCS=0' } : probeSyncCounting()
 
 function say(s = '') {
   process.stdout.write(`${s}\n`)
@@ -158,6 +222,64 @@ function note(s) {
 
 const results = [] // every cell, in run order
 const cache = new Map()
+// perf's counts of a cell, once it has exited (which takes it ~150 ms): read before the report,
+// so that no cell waits for the one before to be counted.
+const pendingSyncs = new Map()
+/** Cells counted, and the seconds their cells waited for perf to start, in all. */
+const countingCost = { cells: 0, startSeconds: 0 }
+// The next cell's session, started as the last counted cell ended: perf takes ~0.1 s to start,
+// which a cell would otherwise wait for; attached and switched off, it costs nothing meanwhile.
+let spareCounting = null
+
+/** A sync-counting session for the next cell (see syncs.mjs), and a spare for the one after. */
+async function startCounting() {
+  const t0 = now()
+  const starting = spareCounting ?? countSyncs(SYNCS, DATA)
+  spareCounting = null
+  const perf = await starting
+  countingCost.cells++
+  countingCost.startSeconds += (now() - t0) / 1000
+  return perf
+}
+
+/** Starts the spare session (see {@link startCounting}) if there is none. */
+function spareSession() {
+  if (SYNCS.available && spareCounting === null) spareCounting = countSyncs(SYNCS, DATA)
+}
+
+/**
+ * The closed loop's window hooks: snapshot `s`'s counters at each edge, and switch perf's sync
+ * counters on and off there when `perf` is a counting session.
+ */
+function syncHooks(perf, s) {
+  const on = perf && !perf.failed ? perf : null
+  return {
+    start: () => {
+      on?.start()
+      return s.counters()
+    },
+    end: () => {
+      const snap = s.counters()
+      on?.stop()
+      return snap
+    },
+  }
+}
+
+/**
+ * A cell's sync calls, per acknowledged put and per WAL entry (a group commit), from perf's
+ * counts (or a floor's own); `{ unavailable: why }` when counting failed; null when not counted.
+ */
+function syncsOf(syncs, puts, walEntries) {
+  if (!syncs) return null
+  if (syncs.failed) return { unavailable: syncs.failed }
+  return {
+    ...syncs,
+    source: syncs.source ?? 'perf',
+    perPut: puts ? syncs.total / puts : null,
+    perWalEntry: walEntries ? syncs.total / walEntries : null,
+  }
+}
 
 function counterDelta(a, b) {
   if (!a || !b) return null
@@ -186,16 +308,33 @@ async function cell(
   const key = JSON.stringify([store, rows, clients, durable, options, label, measureMs, warmupMs])
   if (cache.has(key)) {
     const r = { ...cache.get(key), workload, reusedFrom: cache.get(key).workload }
+    if (pendingSyncs.has(cache.get(key))) pendingSyncs.set(r, pendingSyncs.get(cache.get(key)))
     results.push(r)
     return r
   }
   if (store === 'floor-rust' && !RUST_BIN) return null
-  const dir = cellDir(`${workload}-${store}`)
+  if (store === 'segment-floor-rust' && !SEGMENT_BIN) return null
+  if ((ROWS && !ROWS.has(rows)) || (CLIENTS && !CLIENTS.has(clients))) return null
+  const started = now()
+  const dir = cellDir(`${workload}-${store.replace(/[ ()]+/g, '-')}`)
   note(`${workload} ${store} rows=${rows} C=${clients}${durable ? '' : ' non-durable'}${label ? ` ${label}` : ''}`)
   let res
   let counters = null
   let rss = null
-  if (store === 'floor-rust') {
+  let syncs = null
+  if (store === 'segment-floor-rust') {
+    const r = await runRustSegmentFloor(SEGMENT_BIN, { dir, rows, clients, warmupMs, measureMs, segmentBytes: P.segmentBytes })
+    res = {
+      ops: r.puts,
+      seconds: r.seconds,
+      latencyUs: { ...r.latencyUs, samples: r.samples },
+      errors: 0,
+      cpuSeconds: null,
+    }
+    counters = { walFlushCount: r.rounds, putCount: r.puts }
+    // One fdatasync per round, by construction (it runs in its own process, out of perf's view).
+    syncs = { total: r.rounds, calls: { fdatasync: r.rounds }, source: 'rounds' }
+  } else if (store === 'floor-rust') {
     const r = await runRustFloor(RUST_BIN, { dir, payload: payloadFor(rows), clients, warmupMs, measureMs })
     res = {
       ops: r.puts,
@@ -206,18 +345,26 @@ async function cell(
     }
     counters = { walFlushCount: r.objects, putCount: r.puts }
   } else {
-    const s = await STORES[store].open(dir, { durable, rows, clients, options: options ?? {} })
+    const counted = SYNCS.available && durable && rows === 1 && (workload === 'W1' || workload === 'W2')
+    const [s, perf] = await Promise.all([
+      STORES[store].open(dir, { durable, rows, clients, options: options ?? {} }),
+      counted ? startCounting() : null,
+    ])
     const sampler = rssSampler()
     try {
       res = await closedLoopOf(s, {
         clients,
         warmupMs,
         measureMs,
-        hooks: { start: () => s.counters(), end: () => s.counters() },
+        hooks: syncHooks(perf, s),
         tolerated: STORES[store].tolerated,
       })
     } finally {
       rss = sampler.stop()
+      if (perf) {
+        syncs = perf.failed ? perf : perf.result()
+        spareSession()
+      }
     }
     counters = counterDelta(res.startSnap, res.endSnap)
   }
@@ -247,14 +394,16 @@ async function cell(
     rssPeak: rss?.peak ?? null,
     rssOutsideHeapGrowth: rss ? rss.outsideHeapPeak - rss.outsideHeapStart : null,
   }
-  if (store === 'memwal' || FLOORS.includes(store)) {
-    const entries = counters?.walFlushCount ?? null
-    const puts = store === 'floor-js' ? counters?.durableRequests : counters?.putCount
+  if (counters && typeof counters.walFlushCount === 'number') {
+    const entries = counters.walFlushCount
+    const puts = store === 'floor-js' ? counters.durableRequests : counters.putCount
     r.walEntries = entries
-    r.walEntriesPerSec = entries === null ? null : entries / res.seconds
+    r.walEntriesPerSec = entries / res.seconds
     r.putsPerWalEntry = entries ? puts / entries : null
   }
-  if (store === 'memwal') {
+  if (syncs instanceof Promise) pendingSyncs.set(r, syncs)
+  else r.syncs = syncsOf(syncs, res.ops, r.walEntries)
+  if (STORES[store]?.memwal) {
     const end = res.endSnap
     r.libPutsPerWalEntry = end?.putsPerWalEntry ?? null
     r.walFlushCount = end?.walFlushCount ?? null
@@ -269,9 +418,16 @@ async function cell(
       : null
     r.backpressureWaitMs = counters?.backpressureWaitMs ?? null
     r.backpressureEvents = counters?.backpressureEvents ?? null
-    r.tables = `prebuilt before timing (${poolSize(rows)} distinct Tables of ${rows} row${rows > 1 ? 's' : ''}, cycled): measures the store, not Table construction`
+    if (!store.startsWith(MEMWAL_OBJECTS))
+      r.tables = `prebuilt before timing (${poolSize(rows)} distinct Tables of ${rows} row${rows > 1 ? 's' : ''}, cycled): measures the store, not Table construction`
   }
   if (FLOORS.includes(store)) r.payloadBytes = payloadFor(rows).length
+  if (SEGMENT_FLOORS.includes(store)) {
+    r.recordBytes = recordBytes(rows)
+    r.segmentBytes = P.segmentBytes
+  }
+  // Set-up, window and tear-down: what the cell costs a run (the smoke run's budget).
+  r.wallSeconds = (now() - started) / 1000
   cache.set(key, r)
   results.push(r)
   return r
@@ -289,9 +445,21 @@ W.W0 = async () => {
   for (const rows of [1, 10000]) for (const store of FLOORS) await cell('W0', { store, rows, clients: 1 })
 }
 
+/**
+ * The stores of W1 and W2 cells of `rows` rows: the floors (a segment log's floors for 1-row
+ * puts), memwal on each WAL layout, the peers; W2 adds memwal given plain objects.
+ */
+const w12Stores = (rows, { objects = false } = {}) => [
+  ...FLOORS,
+  ...(rows === 1 ? SEGMENT_FLOORS : []),
+  ...MEMWALS,
+  ...PEERS,
+  ...(objects ? MEMWALS_OBJECTS : []),
+]
+
 W.W1 = async () => {
   const sizes = smoke ? [1, 1000] : [1, 100, 1000]
-  for (const rows of sizes) for (const store of ALL) await cell('W1', { store, rows, clients: 1 })
+  for (const rows of sizes) for (const store of w12Stores(rows)) await cell('W1', { store, rows, clients: 1 })
 }
 
 W.W2 = async () => {
@@ -305,11 +473,11 @@ W.W2 = async () => {
         [100, [1, 16, 64]],
       ]
   for (const [rows, cs] of plan)
-    for (const clients of cs) for (const store of [...ALL, MEMWAL_OBJECTS]) await cell('W2', { store, rows, clients })
+    for (const clients of cs) for (const store of w12Stores(rows, { objects: true })) await cell('W2', { store, rows, clients })
 }
 
 W.W3 = async () => {
-  for (const clients of [1, 8]) for (const store of ALL) await cell('W3', { store, rows: 10000, clients })
+  for (const clients of [1, 8]) for (const store of [...FLOORS, 'memwal', ...PEERS]) await cell('W3', { store, rows: 10000, clients })
   // Non-durable: a burst from a fresh writer (ingest before maxUnflushedMemtableBytes can push
   // back: the CPU-bound rate), then the sustained rate over the full window (bounded by the
   // disk: the background WAL and the Parquet generations each write every byte).
@@ -356,15 +524,31 @@ W.W5 = async () => {
 }
 
 // W8: events as users write them, each put building its own input (events.mjs).
-const events = eventStores(mods)
+const events = eventStores(mods, LAYOUTS.layouts)
 W.W8 = async () => {
-  for (const [workload, store, cellOptions] of W8_PLAN) {
-    const { durable, clients } = cellOptions
-    const dir = cellDir(`${workload}-${store.replaceAll(' ', '-')}`)
+  for (const [workload, store, cellOptions] of w8Plan(LAYOUTS.layouts)) {
+    const { durable, clients, kind } = cellOptions
+    if (CLIENTS && !CLIENTS.has(clients)) continue
+    const dir = cellDir(`${workload}-${store.replace(/[ ()]+/g, '-')}`)
     note(`${workload} ${store} C=${clients}${durable ? '' : ' non-durable'}`)
-    const r = await eventCell(events, store, { dir, ...cellOptions, warmupMs: P.warmupMs, measureMs: P.measureMs })
+    const counted = SYNCS.available && durable && kind === 'events'
+    const starting = counted ? startCounting() : null
+    const r = await eventCell(events, store, {
+      dir,
+      ...cellOptions,
+      warmupMs: P.warmupMs,
+      measureMs: P.measureMs,
+      edges: starting?.then((perf) => (perf.failed ? null : perf)),
+    })
+    const perf = await starting
+    const syncs = perf ? (perf.failed ? perf : perf.result()) : null
+    if (perf) spareSession()
     retire(dir)
-    if (r !== null) results.push(r)
+    if (r !== null) {
+      if (syncs instanceof Promise) pendingSyncs.set(r, syncs)
+      else r.syncs = syncsOf(syncs, r.ops, r.walEntries)
+      results.push(r)
+    }
   }
 }
 
@@ -575,6 +759,7 @@ const vers = versions(
   benchDir,
   RUST_BIN,
 )
+vers.segmentFloor = SEGMENT_BIN ? path.relative(path.join(benchDir, '..'), SEGMENT_BIN) : null
 {
   const Database = (await import('better-sqlite3')).default
   const db = new Database(':memory:')
@@ -592,6 +777,12 @@ say(
         fmtUs(floor.fdatasyncAppend100B.p50),
         fmtUs(floor.fdatasyncAppend100B.p99),
         `${fmtNum(floor.fdatasyncAppend100B.perSecond)}/s serial`,
+      ],
+      [
+        'fdatasync of a 100 B write into a preallocated, zero-filled file (a segment log\'s commit)',
+        fmtUs(floor.fdatasyncPreallocated100B.p50),
+        fmtUs(floor.fdatasyncPreallocated100B.p99),
+        `${fmtNum(floor.fdatasyncPreallocated100B.perSecond)}/s serial`,
       ],
       [
         'durable publish of a new 100 B file (write, fdatasync, rename, dir fsync)',
@@ -625,6 +816,17 @@ say(
 )
 say(`loadavg at start: ${loadStart.map((x) => x.toFixed(2)).join(' ')}`)
 if (!RUST_BIN) say('note: the Rust store floor binary is missing (no cargo?): its rows are skipped')
+if (!SEGMENT_BIN) say('note: the Rust segment floor binary is missing (no cargo?): its rows are skipped')
+say(
+  LAYOUTS.layouts[0] === null
+    ? `WAL layouts: the writer's only one (it does not take walLayout: ${LAYOUTS.reason})`
+    : `WAL layouts: memwal's W1, W2 and W8 durable cells run on ${LAYOUTS.layouts.join(' and ')}`,
+)
+say(
+  SYNCS.available
+    ? `sync calls per put: counted with perf (${SYNCS.events.join(', ')}) in the durable 1-row cells of W1, W2 and W8`
+    : `sync calls per put: not counted (${SYNCS.reason})`,
+)
 
 // W5 runs first: its RSS bound is only meaningful before earlier cells have grown the heap and
 // the allocator's arenas (freed memory is reused without raising RSS). Reports keep W0-W8 order.
@@ -641,6 +843,12 @@ for (const w of order) {
 // Report
 // ---------------------------------------------------------------------------------------------
 
+for (const [r, counted] of pendingSyncs) r.syncs = syncsOf(await counted, r.ops, r.walEntries)
+if (spareCounting) {
+  const spare = await spareCounting
+  if (!spare.failed) await spare.result()
+}
+
 sayWorkloadTables(results, say)
 sayRecoveryTable(w6, say)
 const w7Summary = summarizeFencing(w7, w7Idle)
@@ -656,6 +864,8 @@ const report = {
   floor,
   wanted,
   payloadFor,
+  layouts: LAYOUTS.layouts,
+  syncCounting: { ...SYNCS, ...countingCost },
 }
 const targets = judgeTargets(report)
 sayTargets(targets, say)
@@ -675,12 +885,17 @@ const out = {
     only: ONLY ? [...ONLY] : null,
   },
   machine: { floor, versions: vers, fs: FS, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg() },
+  walLayouts: LAYOUTS,
+  syncCounting: SYNCS.available ? { available: true, tool: 'perf stat', events: SYNCS.events, ...countingCost } : SYNCS,
   stores: Object.fromEntries(
     Object.entries({
       ...STORES,
       'floor-rust': {
         durability:
           'memwal-core LocalStore put_opts(PutMode::Create): O_TMPFILE, write, fdatasync, linkat, dir fsync (group commit), from Rust (crates/memwal-core/examples/store_floor.rs)',
+      },
+      'segment-floor-rust': {
+        durability: `records pwritten at the next offset of a preallocated, zero-filled, fsynced ${P.segmentBytes >> 20} MiB file, then fdatasync, by one committer thread (group commit), from Rust (crates/memwal-core/examples/segment_floor.rs)`,
       },
     }).map(([k, s]) => [k, { durable: s.durability, nondurable: s.nondurable ?? null }]),
   ),
@@ -689,6 +904,8 @@ const out = {
     'memwal: Tables prebuilt before timing (a pool of distinct Tables per put size, cycled); each put still pays the JS-side column export; W7 builds a Table per put (it checks identities, not speed).',
     '"memwal objects" (W2) puts plain-object rows { key, value, ts } built per put; W8 builds every input inside the timed call (an event object, or a Table from tableFromArrays), as a service does per request.',
     'Floors publish the Arrow IPC stream bytes of the same put (payloadBytes), group-committing concurrent puts into one file.',
+    `Segment floors (1-row puts) write a record per put (recordBytes: a ${RECORD_HEADER_BYTES} B header and 100 B per row) at the next offset of a preallocated, zero-filled, fsynced file, starting again at its beginning when full (as a recycled segment), then one fdatasync per round; records arriving during a sync form the next round.`,
+    'syncs: fsync and fdatasync calls of this process over the measured window (perf stat on the syscall tracepoints; background work such as generation commits included), per acknowledged put and per WAL entry (a group commit); the Rust segment floor counts its own rounds.',
     'LanceDB: table.add does no fsync/fdatasync on a local directory (strace), so its rows are an upper bound, not durable; it is left out of "best durable peer".',
     'better-sqlite3 is synchronous: concurrent clients are serialized on the event loop (one transaction per put).',
     'memwal cells use default options (8000 batches per MemTable: 1-row puts rotate a generation every 8000 puts) except W5 and W6.',

@@ -4,7 +4,7 @@
 // full run judges them as ratios within one run (the targets, targets.mjs).
 
 import { best } from './lookup.mjs'
-import { BURST } from './plan.mjs'
+import { BURST, MEMWAL_OBJECTS, layoutName } from './plan.mjs'
 import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
 
 /**
@@ -15,6 +15,7 @@ import { fmtBytes, fmtNum, fmtUs } from './format.mjs'
  */
 export function smokeChecks(run) {
   const { results, find, w6, w7, w7Summary, floor } = run
+  const layouts = run.layouts ?? [null]
   const guards = []
   function guard(text, ok, detail = '') {
     guards.push({ guard: text, ok: Boolean(ok), detail })
@@ -40,18 +41,64 @@ export function smokeChecks(run) {
       )
     }
   }
-  const w1 = find('W1', 'memwal', 1, 1)
-  if (w1) reading('W1 memwal p50 (publish floor p50)', `${fmtUs(w1.latencyUs.p50)} (${fmtUs(floor.publishNewFile100B.p50)})`)
-  const c1 = find('W2', 'memwal', 1, 1)
-  const c64 = find('W2', 'memwal', 1, 64)
-  if (c1 && c64) {
-    reading('W2 memwal 1-row durable puts/s, C=64 vs C=1', `${fmtNum(c64.putsPerSec)} vs ${fmtNum(c1.putsPerSec)}`)
+  const seg1 = find('W1', 'segment-floor-js', 1, 1)
+  const seg64 = find('W2', 'segment-floor-js', 1, 64)
+  const syncs = (r) => (r?.syncs?.perPut != null ? `, ${r.syncs.perPut.toFixed(3)} syncs/put` : '')
+  for (const l of layouts) {
+    const name = layoutName('memwal', l)
+    const w1 = find('W1', name, 1, 1)
+    if (w1) {
+      reading(
+        `W1 ${name} p50 (publish floor p50; segment floor p50)`,
+        `${fmtUs(w1.latencyUs.p50)}${syncs(w1)} (${fmtUs(floor.publishNewFile100B.p50)}; ${seg1 ? fmtUs(seg1.latencyUs.p50) : '-'})`,
+      )
+    }
+    const c1 = find('W2', name, 1, 1)
+    const c64 = find('W2', name, 1, 64)
+    if (c1 && c64) {
+      reading(`W2 ${name} 1-row durable puts/s, C=64 vs C=1`, `${fmtNum(c64.putsPerSec)}${syncs(c64)} vs ${fmtNum(c1.putsPerSec)}`)
+      guard(
+        `W2 ${name} C=64 group-commits (> 2 puts per WAL entry)`,
+        c64.putsPerWalEntry > 2,
+        `${c64.putsPerWalEntry?.toFixed(1)}`,
+      )
+    }
+    const objects = find('W2', layoutName(MEMWAL_OBJECTS, l), 1, 64)
+    if (objects && seg64) {
+      reading(
+        `W2 ${layoutName(MEMWAL_OBJECTS, l)} C=64 vs the segment floor`,
+        `${fmtNum(objects.putsPerSec)}${syncs(objects)} vs ${fmtNum(seg64.putsPerSec)}/s`,
+      )
+    }
+  }
+  for (const store of ['segment-floor-js', 'segment-floor-rust']) {
+    const lone = find('W1', store, 1, 1)
+    const c64 = find('W2', store, 1, 64)
+    if (lone && c64) {
+      reading(`${store}: W1 p50; W2 C=64 puts/s`, `${fmtUs(lone.latencyUs.p50)}; ${fmtNum(c64.putsPerSec)} (${c64.putsPerWalEntry?.toFixed(1)} puts per sync)`)
+      guard(`${store} C=64 group-commits (> 2 puts per sync)`, c64.putsPerWalEntry > 2, `${c64.putsPerWalEntry?.toFixed(1)}`)
+    }
+  }
+  // The counter checked against a known answer: the JavaScript segment floor syncs exactly once
+  // per round, and counts its rounds itself.
+  const checked = [seg1, seg64].filter((r) => r?.syncs?.source === 'perf' && r.walEntries)
+  for (const r of checked) {
+    const counted = r.syncs.calls.fdatasync ?? 0
     guard(
-      'W2 memwal C=64 group-commits (> 2 puts per WAL entry)',
-      c64.putsPerWalEntry > 2,
-      `${c64.putsPerWalEntry?.toFixed(1)}`,
+      `sync counting: ${r.workload} segment-floor-js C=${r.clients} fdatasync calls counted ≈ its rounds`,
+      Math.abs(counted - r.walEntries) <= 5 + 0.1 * r.walEntries,
+      `${counted} counted, ${r.walEntries} rounds`,
     )
   }
+  if (run.syncCounting && !run.syncCounting.available) reading('sync calls per put', `not counted: ${run.syncCounting.reason}`)
+  if (run.syncCounting?.cells) {
+    reading(
+      'sync counting',
+      `${run.syncCounting.cells} cells, which waited ${run.syncCounting.startSeconds.toFixed(1)} s in all for perf to start`,
+    )
+  }
+  const failedCounts = results.filter((r) => r.syncs?.unavailable)
+  if (failedCounts.length) reading('sync counting failed in', `${failedCounts.length} cells: ${failedCounts[0].syncs.unavailable}`)
   const nd = best(
     [1, 8].map((c) => find('W3', 'memwal', 10000, c, false, BURST)),
     (r) => r.mbPerSec,
@@ -59,10 +106,13 @@ export function smokeChecks(run) {
   if (nd) reading('W3 memwal non-durable burst', `${nd.mbPerSec.toFixed(0)} MB/s`)
   const w4 = find('W4', 'memwal', 1, 1, false)
   if (w4) reading('W4 memwal non-durable p50', fmtUs(w4.latencyUs.p50))
-  const w8 = find('W8', 'memwal objects', 1, 64)
-  if (w8) {
-    guard('W8 memwal objects C=64 group-commits (> 2 puts per WAL entry)', w8.putsPerWalEntry > 2, `${w8.putsPerWalEntry?.toFixed(1)}`)
-    guard('W8 the JS thread was measured (event-loop utilisation over the window)', w8.jsThreadUsPerPut > 0, `${w8.jsThreadUsPerPut}`)
+  for (const l of layouts) {
+    const name = layoutName(MEMWAL_OBJECTS, l)
+    const w8 = find('W8', name, 1, 64)
+    if (w8) {
+      guard(`W8 ${name} C=64 group-commits (> 2 puts per WAL entry)`, w8.putsPerWalEntry > 2, `${w8.putsPerWalEntry?.toFixed(1)}`)
+      guard(`W8 ${name}: the JS thread was measured (event-loop utilisation over the window)`, w8.jsThreadUsPerPut > 0, `${w8.jsThreadUsPerPut}`)
+    }
   }
   const w8b = find('W8', 'memwal objects', 1, 1, false)
   if (w8b) reading('W8 memwal objects non-durable C=1', `${fmtNum(w8b.rowsPerSec)} rows/s, JS thread ${w8b.jsThreadUsPerPut?.toFixed(2)} µs/put`)

@@ -15,15 +15,25 @@ import { RowSet } from './data.mjs'
 
 const require = createRequire(import.meta.url)
 
-/** memwal: ShardWriter.put of prebuilt apache-arrow Tables. */
-export function memwalStore(mods, pools) {
+/** The writer option selecting WAL layout `layout`, or none for the writer's default. */
+export const walLayout = (layout) => (layout ? { walLayout: layout } : {})
+
+/**
+ * memwal: ShardWriter.put of prebuilt apache-arrow Tables. `layout` is the `walLayout` option
+ * (null: the writer's default).
+ */
+export function memwalStore(mods, pools, layout = null) {
   const { ShardWriter } = mods.memwal
   return {
-    durability: 'durable put: WAL entry created with O_TMPFILE + fdatasync + linkat + dir fsync',
+    durability:
+      layout === 'segments'
+        ? 'durable put: records appended into a preallocated segment, one fdatasync per group commit'
+        : 'durable put: WAL entry created with O_TMPFILE + fdatasync + linkat + dir fsync',
     nondurable: 'durableWrite: false (resolves after the in-memory insert)',
+    memwal: true,
     async open(dir, { durable, rows, options = {} }) {
       const pool = pools(rows)
-      const w = await ShardWriter.open(dir, { schema: pools.schema, durableWrite: durable, ...options })
+      const w = await ShardWriter.open(dir, { schema: pools.schema, durableWrite: durable, ...walLayout(layout), ...options })
       let i = 0
       return {
         writer: w,
@@ -38,14 +48,16 @@ export function memwalStore(mods, pools) {
 /**
  * memwal taking plain-object rows built per put, `{ key, value, ts }` from the key/value peers'
  * row sets (W2's plain-object path: what a service writes without building Arrow itself).
+ * `layout` as for {@link memwalStore}.
  */
-export function memwalObjectsStore(mods, schema) {
+export function memwalObjectsStore(mods, schema, layout = null) {
   const { ShardWriter } = mods.memwal
   return {
     durability: 'as memwal; rows given as plain objects, converted in Rust against the schema',
     nondurable: 'durableWrite: false',
+    memwal: true,
     async open(dir, { durable, rows, clients, options = {} }) {
-      const w = await ShardWriter.open(dir, { schema, durableWrite: durable, ...options })
+      const w = await ShardWriter.open(dir, { schema, durableWrite: durable, ...walLayout(layout), ...options })
       const write = (rs) => {
         const objects = new Array(rs.rows)
         for (let r = 0; r < rs.rows; r++) objects[r] = { key: rs.keys[r], value: rs.values72[r], ts: rs.ts + r }

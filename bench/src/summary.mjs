@@ -59,6 +59,15 @@ export function summaryMarkdown(report) {
   lines.push(row(['machine floor', 'p50', 'p99']))
   lines.push(row(['---', '---:', '---:']))
   lines.push(row(['fdatasync of a 100 B append', fmtUs(f.fdatasyncAppend100B.p50), fmtUs(f.fdatasyncAppend100B.p99)]))
+  if (f.fdatasyncPreallocated100B) {
+    lines.push(
+      row([
+        'fdatasync of a 100 B write into a preallocated file (a segment log\'s commit)',
+        fmtUs(f.fdatasyncPreallocated100B.p50),
+        fmtUs(f.fdatasyncPreallocated100B.p99),
+      ]),
+    )
+  }
   lines.push(
     row([
       'durable publish of a new file (write, fdatasync, rename, dir fsync)',
@@ -84,7 +93,14 @@ export function summaryMarkdown(report) {
     ]),
   )
   lines.push('')
-  const stores = ['memwal', 'floor-js', 'floor-rust', 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+  // memwal on each WAL layout that ran (`memwal` alone when the writer has one), then the floors.
+  const memwals = ['memwal', 'memwal (objects)', 'memwal (segments)'].filter((s) => report.cells.some((c) => c.store === s))
+  const floors = ['floor-js', 'floor-rust', 'segment-floor-js', 'segment-floor-rust'].filter(
+    (s) => s.startsWith('floor') || report.cells.some((c) => c.store === s),
+  )
+  const stores = [...(memwals.length ? memwals : ['memwal']), ...floors, 'better-sqlite3', 'lmdb', 'classic-level', 'lancedb']
+  const perPut = (c) =>
+    c.syncs?.perPut != null ? c.syncs.perPut.toFixed(c.syncs.perPut < 0.1 ? 3 : 2) : c.syncs?.unavailable ? 'n/a' : '-'
   const headline = [
     [
       'W1 lone durable 1-row put: p50 / p99',
@@ -105,6 +121,8 @@ export function summaryMarkdown(report) {
           .sort((a, b) => b.rowsPerSec - a.rowsPerSec)[0],
       (c) => fmtNum(c.rowsPerSec),
     ],
+    ['sync calls per put: W1, 1 client', (s) => find('W1', s, 1, 1, durable), perPut],
+    ['sync calls per put: W2, 64 clients', (s) => find('W2', s, 1, 64, durable), perPut],
     ['W4 non-durable 1-row put, 1 client: p50', (s) => find('W4', s, 1, 1), (c) => fmtUs(c.latencyUs.p50)],
     ['W4 non-durable 1-row puts/s, 64 clients', (s) => find('W4', s, 1, 64), (c) => fmtNum(c.putsPerSec)],
   ]

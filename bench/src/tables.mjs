@@ -7,7 +7,7 @@ import { fmtBytes, fmtNum, fmtUs, textTable } from './format.mjs'
 const TITLES = {
   W0: 'W0 raw floor: publish one WAL-entry object (Arrow IPC bytes of the put), 1 client',
   W1: 'W1 idle durable latency: 1 client, sequential durable puts',
-  W2: 'W2 group commit scaling: durable puts, C closed-loop clients',
+  W2: 'W2 group commit scaling: durable puts, C closed-loop clients (segment floors: WAL entries = syncs)',
   W3: 'W3 ingest: 10,000-row batches (durable; memwal also non-durable)',
   W4: 'W4 small-batch call overhead: 1-row non-durable puts',
   W5: 'W5 rotation and flush under load: 1-row durable puts, 64 clients',
@@ -20,6 +20,8 @@ export function sayWorkloadTables(results, say) {
   for (const w of ['W0', 'W1', 'W2', 'W3', 'W4', 'W5', 'W8', 'W8e']) {
     const rs = results.filter((r) => r.workload === w)
     if (rs.length === 0) continue
+    // Sync calls per put, where they were counted (durable 1-row cells).
+    const syncs = rs.some((r) => r.syncs)
     say()
     say(TITLES[w])
     say(
@@ -38,6 +40,7 @@ export function sayWorkloadTables(results, say) {
           'max',
           'WAL entries/s',
           'puts/entry',
+          ...(syncs ? ['syncs/put'] : []),
           'notes',
         ],
         rs.map((r) => [
@@ -54,6 +57,7 @@ export function sayWorkloadTables(results, say) {
           fmtUs(r.latencyUs.max),
           r.walEntriesPerSec != null ? fmtNum(r.walEntriesPerSec) : '',
           r.putsPerWalEntry != null ? r.putsPerWalEntry.toFixed(1) : '',
+          ...(syncs ? [r.syncs?.perPut != null ? r.syncs.perPut.toFixed(r.syncs.perPut < 0.1 ? 3 : 2) : r.syncs?.unavailable ? 'n/a' : ''] : []),
           [
             r.errors ? `${r.errors} errors` : '',
             r.tolerated ? `${r.tolerated} puts refused (commit conflict)` : '',
@@ -71,7 +75,7 @@ export function sayWorkloadTables(results, say) {
             .filter(Boolean)
             .join('; '),
         ]),
-        [false, true, true, false, true, true, true, true, true, true, true, true, true, false],
+        [false, true, true, false, true, true, true, true, true, true, true, true, true, ...(syncs ? [true] : []), false],
       ),
     )
   }
