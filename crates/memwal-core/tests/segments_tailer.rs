@@ -177,9 +177,14 @@ async fn a_stale_writers_refused_record_is_never_returned() {
     let t = shard.tailer().await;
     assert_eq!(ids_at(&t, 1).await, vec![0]);
     let dir = segments_dir(&backend, &shard);
-    // A claimant's fence write (one it died in the middle of reads as a claim too): from now
-    // on the stale writer's commits wait for the claimant's segment.
-    std::fs::write(dir.join("fence"), b"a claim, torn...").unwrap();
+    // A claimant's fence write (epoch 2's slot: the file's length records the claim): from
+    // now on the stale writer's commits wait for the claimant's segment.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("fence"))
+        .unwrap()
+        .set_len(3 * 8)
+        .unwrap();
     let put = spawn_put(&a, vec![rows(1, 1)]);
     // The record is in the segment, its put waiting.
     let last = segment_files(&dir).pop().unwrap();

@@ -35,8 +35,8 @@ use crate::store::fs::{FileHandle, Fs};
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
 const FENCE_FILE: &str = "fence";
-const FENCE_MAGIC: &[u8; 4] = b"MWFN";
-const FENCE_BYTES: u64 = 16;
+/// Bytes of one claim's slot in the fence file.
+const FENCE_SLOT: u64 = 8;
 pub(crate) const SEGMENT_EXT: &str = ".seg";
 pub(crate) const SPARE_PREFIX: &str = ".spare-";
 pub(crate) const FILLING_PREFIX: &str = ".filling-";
@@ -48,8 +48,8 @@ pub const FIRST_SEGMENT_BYTES: u64 = 256 << 10;
 /// What can go wrong in a segment log.
 #[derive(Debug)]
 pub enum LogError {
-    /// The fence file holds another epoch than ours (or cannot be read: a claimant died
-    /// writing it), or a claimant took the segment number we rotate to: a successor claimed
+    /// The fence file records a claim above ours (or, for a claim, that a later claim
+    /// overtook it), or a claimant took the segment number we rotate to: a successor claimed
     /// the shard. [`SegmentLog::successor_start`] says which of our records stand.
     Claimed,
     /// The segments break a rule of the format (see `super::scan`).
@@ -153,28 +153,36 @@ impl SegmentFiles {
         Ok(Read { scanned, segments })
     }
 
-    /// The epoch in the fence file, `None` if there is none or it cannot be read as one (a
-    /// claimant died while writing it: the segments then say who claimed).
+    /// The highest epoch that claimed the log, `None` before the first claim: the fence file's
+    /// length says it (see [`SegmentFiles::write_fence`]).
     pub fn read_fence(&self) -> io::Result<Option<u64>> {
-        match self.fs.read(&self.dir.join(FENCE_FILE)) {
-            Ok(b) => Ok(decode_fence(&b)),
+        match self.fs.stat(&self.dir.join(FENCE_FILE)) {
+            Ok(info) => Ok((info.len / FENCE_SLOT).checked_sub(1)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Writes `epoch` to the fence file and syncs it (creating it, durably, the first time).
-    fn write_fence(&self, epoch: u64) -> io::Result<Box<dyn FileHandle>> {
+    /// Records the claim of `epoch` in the fence file, durably: its epoch written into its own
+    /// slot, at `epoch * 8`. The file only grows, so its length names the highest claim ever
+    /// recorded, whatever order claimants write in: a claim whose manifest version was
+    /// overtaken, writing after the later claim did, cannot lower the fence under the later
+    /// claim's writer. Such a claim finds the file longer than its own slot, and fails
+    /// ([`LogError::Claimed`]).
+    fn write_fence(&self, epoch: u64) -> Result<(), LogError> {
         let path = self.dir.join(FENCE_FILE);
-        match self.fs.allocate(&path, FENCE_BYTES) {
+        match self.fs.allocate(&path, 0) {
             Ok(()) => self.fs.sync_dir(&self.dir)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
         let handle = self.fs.open_file(&path)?;
-        handle.write_at(0, &encode_fence(epoch))?;
+        handle.write_at(epoch * FENCE_SLOT, &epoch.to_le_bytes())?;
         handle.sync_data()?;
-        Ok(handle)
+        match self.read_fence()? {
+            Some(highest) if highest == epoch => Ok(()),
+            _ => Err(LogError::Claimed),
+        }
     }
 
     /// Makes sure the folder exists, durably.
@@ -299,25 +307,6 @@ impl SegmentFiles {
     }
 }
 
-fn encode_fence(epoch: u64) -> [u8; FENCE_BYTES as usize] {
-    let mut out = [0u8; FENCE_BYTES as usize];
-    out[0..4].copy_from_slice(FENCE_MAGIC);
-    out[4..12].copy_from_slice(&epoch.to_le_bytes());
-    let crc = crc32c::crc32c(&out[0..12]);
-    out[12..16].copy_from_slice(&crc.to_le_bytes());
-    out
-}
-
-fn decode_fence(b: &[u8]) -> Option<u64> {
-    let b = b.get(..FENCE_BYTES as usize)?;
-    if &b[0..4] != FENCE_MAGIC
-        || crc32c::crc32c(&b[0..12]) != u32::from_le_bytes(b[12..16].try_into().ok()?)
-    {
-        return None;
-    }
-    Some(u64::from_le_bytes(b[4..12].try_into().ok()?))
-}
-
 /// The segment a writer appends to.
 #[derive(Debug)]
 struct Current {
@@ -336,7 +325,6 @@ pub struct SegmentLog {
     epoch: u64,
     writer_id: Uuid,
     current: Current,
-    fence: Box<dyn FileHandle>,
     next_position: u64,
     /// The highest position a sync has made durable (recorded in every record written).
     durable_through: u64,
@@ -364,7 +352,7 @@ impl SegmentLog {
         cursor: u64,
     ) -> Result<(SegmentLog, Read), LogError> {
         files.ensure_dir()?;
-        let fence = files.write_fence(epoch)?;
+        files.write_fence(epoch)?;
         loop {
             let read = files.scan(cursor + 1)?;
             files.pause("wal-segments-claim-read");
@@ -404,7 +392,6 @@ impl SegmentLog {
                     offset: HEADER_BYTES,
                     len,
                 },
-                fence,
                 next_position: end,
                 durable_through: end - 1,
                 dirty: Vec::new(),
@@ -516,11 +503,10 @@ impl SegmentLog {
         Ok(())
     }
 
-    /// The second half of [`SegmentLog::commit`]: `Ok` if the fence file still holds our
-    /// epoch (a few bytes, read from the page cache).
+    /// The second half of [`SegmentLog::commit`]: `Ok` if no claim above ours was recorded in
+    /// the fence file (its length, from the page cache).
     pub fn check_fence(&self) -> Result<(), LogError> {
-        let fence = self.fence.read_at(0, FENCE_BYTES as usize)?;
-        match decode_fence(&fence) {
+        match self.files.read_fence()? {
             Some(e) if e == self.epoch => Ok(()),
             _ => Err(LogError::Claimed),
         }
@@ -630,12 +616,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut a, _) = claim(dir.path(), 1, 0);
         a.append(b"one").unwrap();
-        std::fs::write(dir.path().join("segments/fence"), b"garbage garbage!").unwrap();
+        // A claimant of epoch 2 that died right after its fence write (its slot unwritten, the
+        // file extended): the length counts.
+        let fence = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("segments/fence"))
+            .unwrap();
+        fence.set_len(3 * FENCE_SLOT).unwrap();
         assert!(matches!(a.commit(), Err(LogError::Claimed)));
         assert_eq!(a.successor_start().unwrap(), Successor::Replaying);
         let (b, _) = claim(dir.path(), 2, 0);
         assert_eq!(b.next_position(), 2);
         assert_eq!(a.successor_start().unwrap(), started(2, 2));
+    }
+
+    // Two claims whose fence writes land out of epoch order (the lower claim's manifest
+    // version was overtaken while it stalled): the fence never goes down, the overtaken claim
+    // fails, and the later claim's writer keeps committing.
+    #[test]
+    fn an_overtaken_claims_late_fence_write_fails_and_lowers_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut c, _) = claim(dir.path(), 3, 0);
+        c.append(b"one").unwrap();
+        c.commit().unwrap();
+        let late = SegmentLog::claim(files(dir.path()), 2, Uuid::new_v4(), 0);
+        assert!(matches!(late, Err(LogError::Claimed)), "{late:?}");
+        assert_eq!(files(dir.path()).read_fence().unwrap(), Some(3));
+        c.append(b"two").unwrap();
+        c.commit().expect("the later claim still holds the log");
     }
 
     // A stale writer's rotation finds its next number taken by a claimant's segment.

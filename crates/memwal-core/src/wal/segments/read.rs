@@ -678,7 +678,13 @@ mod tests {
         a.commit().unwrap();
         let cache = ReadCache::default();
         assert_eq!(record(read(dir.path(), &cache, 1)).payload, b"one");
-        std::fs::write(f.dir().join("fence"), b"garbage garbage!").unwrap();
+        // A claimant of epoch 2 recorded its claim (the fence file is as long as its slot).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.dir().join("fence"))
+            .unwrap()
+            .set_len(3 * 8)
+            .unwrap();
         a.append(b"maybe").unwrap();
         assert_eq!(read(dir.path(), &cache, 2), At::NotYet, "the claim decides");
         assert_eq!(
