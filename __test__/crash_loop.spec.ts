@@ -126,7 +126,18 @@ async function crashLoop(t: ExecutionContext, layout: WalLayout): Promise<void> 
     }
 
     for (const kind of KINDS) {
-      // What a new writer would recover, read without claiming anything...
+      // What a new writer recovers (opening replays the WAL). Asking for the layout also
+      // checks that the child's shard has it. It opens first: a kill during the child's claim
+      // can leave that claim for the next one to settle (on segments, a fence file written and
+      // no segment started), and a reader waits for that.
+      const w = await ShardWriter.open(dir, {
+        schema: crashSchema,
+        shardId: shards[kind],
+        maxWalFlushIntervalMs: null,
+        ...layoutOptions(layout),
+      })
+      const recovered = crashRows(await w.scan())
+      // ...and what a reader sees, without claiming anything.
       let readerRows: CrashRow[] | null = null
       try {
         const reader = await ShardReader.open(dir, { shardId: shards[kind] })
@@ -135,15 +146,6 @@ async function crashLoop(t: ExecutionContext, layout: WalLayout): Promise<void> 
         // Only possible when the kill came before the shard's first manifest was written.
         if (before[kind].length > 0 || !ran.duringOpen) throw e
       }
-      // ...and what a new writer does recover (opening replays the WAL). Asking for the layout
-      // also checks that the child's shard has it.
-      const w = await ShardWriter.open(dir, {
-        schema: crashSchema,
-        shardId: shards[kind],
-        maxWalFlushIntervalMs: null,
-        ...layoutOptions(layout),
-      })
-      const recovered = crashRows(await w.scan())
       if (readerRows !== null) {
         t.deepEqual(
           readerRows.map(keyOf),

@@ -355,3 +355,29 @@ async fn a_read_during_a_claim_never_returns_a_record_the_claim_refuses() {
     assert_peer_claimed(&stale.await.unwrap().unwrap_err());
     b.close().await.unwrap();
 }
+
+// A claim overtaken after it read the log, before it started its segment: the later claim took
+// the segment number it meant to take, and the fence file names the later claim, so the
+// overtaken open fails instead of starting a segment of a lower epoch after a higher one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_overtaken_before_its_segment_fails_and_the_later_claim_keeps_the_shard() {
+    let backend = Backend::local();
+    let shard = Shard::new(&backend.store);
+    shard.open(segments()).await.close().await.unwrap();
+    let slow = shard.through(backend.second_handle());
+    let pause = slow.store.faults().pause_at("wal-segments-claim-read");
+    let slow_open = {
+        let slow = Shard::at(&slow.store, shard.id);
+        tokio::spawn(async move { slow.try_open(segments()).await })
+    };
+    pause.reached().await;
+    let fast = shard.open(segments()).await;
+    fast.put(vec![rows(1, 1)]).await.unwrap();
+    pause.release();
+    match slow_open.await.unwrap() {
+        Err(e) => assert_peer_claimed(&e),
+        Ok(w) => assert_peer_claimed(&w.put(vec![rows(99, 1)]).await.unwrap_err()),
+    }
+    fast.put(vec![rows(2, 1)]).await.unwrap();
+    shard.close_and_assert_recovered(fast, [1, 2]).await;
+}

@@ -367,6 +367,12 @@ impl SegmentLog {
                 }
             }
             let seq = files.list()?.last().map_or(1, |(seq, _)| seq + 1);
+            // After the listing: a later claim records itself in the fence file before it
+            // creates its segment, so if the listing saw that segment, this read sees the claim,
+            // and our segment must not follow one of a higher epoch.
+            if files.read_fence()? != Some(epoch) {
+                return Err(LogError::Claimed);
+            }
             let end = read.scanned.end;
             let header = SegmentHeader {
                 seq,
@@ -378,8 +384,15 @@ impl SegmentLog {
             let first = files.segment_bytes.min(FIRST_SEGMENT_BYTES);
             let (handle, len) = match files.create_segment(&header, first) {
                 Ok(created) => created,
-                // A stale writer rotated into that number after our read: read again, past it.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                // A stale writer rotated into that number after our read: read again, past it,
+                // unless a later claim took it (then ours was overtaken, and a segment of our
+                // epoch after one of a higher epoch would read as damage).
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if files.read_fence()? != Some(epoch) {
+                        return Err(LogError::Claimed);
+                    }
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             };
             let log = SegmentLog {
