@@ -41,6 +41,7 @@ use prost::Message;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::store::WalLayout;
 
 mod holder;
 mod versions;
@@ -168,9 +169,19 @@ pub struct ShardManifest {
     /// at most `replay_after_wal_entry_position` and never decreases. See [`crate::gc`].
     #[prost(uint64, tag = "1008")]
     pub wal_low_water: u64,
-    /// memwal: how the WAL is laid out ([`crate::wal::WalLayout`]); absent: objects.
-    #[prost(enumeration = "crate::wal::WalLayout", optional, tag = "1009")]
+    /// memwal: how the WAL is laid out ([`WalLayout`]); absent: objects.
+    #[prost(enumeration = "crate::store::WalLayout", optional, tag = "1009")]
     pub wal_layout: Option<i32>,
+}
+
+impl WalLayout {
+    /// The layout `manifest` records.
+    pub fn of(manifest: &ShardManifest) -> WalLayout {
+        manifest
+            .wal_layout
+            .and_then(|l| WalLayout::try_from(l).ok())
+            .unwrap_or(WalLayout::Objects)
+    }
 }
 
 impl ShardManifest {

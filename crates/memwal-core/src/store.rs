@@ -53,8 +53,8 @@ pub mod paths;
 pub mod sim_fs;
 #[cfg(feature = "testing")]
 pub mod splitmix64;
+pub mod wal_layout;
 
-use crate::wal::WalLayout;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -80,6 +80,7 @@ pub use paths::{
 
 pub(crate) use backend::caused_by_sync_failure;
 pub use backend::{Backend, FirstFree, LocalFiles, Staged, SyncFailure, is_sync_failure};
+pub use wal_layout::WalLayout;
 
 /// Outcome of a create-if-absent put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

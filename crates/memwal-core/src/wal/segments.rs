@@ -16,6 +16,7 @@ pub mod format;
 pub mod log;
 pub mod read;
 pub mod scan;
+pub mod settled;
 pub mod writer;
 
 pub(crate) use writer::SegmentWalWriter;

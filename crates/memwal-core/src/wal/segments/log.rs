@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::collect::{Successor, read_settled, successor_of, used_before};
 use super::format::{HEADER_BYTES, RecordHead, SegmentHeader, encode_record, record_len};
 use super::scan::{Damage, Scanned, SegmentBytes, scan};
 use crate::store::faults::Faults;
@@ -62,6 +61,25 @@ impl From<io::Error> for LogError {
     fn from(e: io::Error) -> Self {
         LogError::Io(e)
     }
+}
+
+/// What a writer whose fence file shows a newer claim finds after its own last segment
+/// ([`SegmentFiles::successor_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Successor {
+    /// No newer epoch's segment follows ours yet: its claimant is replaying (or died first).
+    Replaying,
+    /// The claimant's first segment: our records below `first_position` were replayed by it
+    /// and stand; the rest never will be read.
+    Started {
+        /// Its first position: where the claimant's replay ended.
+        first_position: u64,
+        /// The claimant's epoch.
+        epoch: u64,
+    },
+    /// Collection took the claimant's first segment: where its replay ended is no longer
+    /// known, so neither is which of our records stand.
+    Collected,
 }
 
 /// One shard's `segments/` folder: its segments, spares and fence file.
@@ -134,9 +152,9 @@ impl SegmentFiles {
 
     /// The segments that hold positions from `start` on (every later one, and the one before
     /// that holds `start`), with their headers and bytes, in sequence order, each as its own
-    /// use left it although collection may recycle segments meanwhile ([`read_settled`]).
+    /// use left it although collection may recycle segments meanwhile ([`SegmentFiles::read_settled`]).
     fn read_from(&self, start: u64) -> Result<Vec<(SegmentHeader, Vec<u8>)>, LogError> {
-        read_settled(self, start)
+        self.read_settled(start)
     }
 
     /// Reads the log from position `start`.
@@ -475,7 +493,7 @@ impl SegmentLog {
         };
         let len = self.files.segment_bytes.max(HEADER_BYTES + needed);
         match self.files.create_segment(&header, len) {
-            Ok(_) if used_before(&self.files, header.seq)? => {
+            Ok(_) if self.files.used_before(header.seq)? => {
                 // Not ours to keep: nothing may read it as that number's segment.
                 let _ = self
                     .files
@@ -529,7 +547,7 @@ impl SegmentLog {
     /// first position were replayed by its claimant and stand, the rest never will be read.
     /// See [`Successor`] for while its claimant replays, and once collection took it.
     pub fn successor_start(&self) -> io::Result<Successor> {
-        successor_of(&self.files, self.current.header.seq, self.epoch)
+        self.files.successor_of(self.current.header.seq, self.epoch)
     }
 
     /// The folder this log writes in.

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 
-use super::collect::Successor;
+use super::log::Successor;
 use super::log::{LogError, SegmentFiles, SegmentLog};
 use crate::claim::Claim;
 use crate::error::{Error, Result};
